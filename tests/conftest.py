@@ -1,0 +1,1 @@
+"""Root fixtures. Area fixtures live in each tests/<area>/conftest.py."""

@@ -1,0 +1,5 @@
+import sys
+
+from tm_guide.cli import main
+
+sys.exit(main())
