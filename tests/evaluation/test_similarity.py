@@ -1,0 +1,49 @@
+"""Median split into half-H / half-L (Table 4) and the similarity histogram (Table 5)."""
+
+import pytest
+
+from tm_guide.evaluation.similarity import mean_similarity, median_split, similarity_histogram
+
+
+def test_median_split_puts_the_more_similar_half_in_high():
+    split = median_split([0.9, 0.1, 0.5, 0.7])
+    assert split.high == [0, 3]
+    assert split.low == [1, 2]
+
+
+def test_median_split_odd_count_gives_the_median_sentence_to_low():
+    split = median_split([0.2, 0.8, 0.5])
+    assert split.high == [1]
+    assert split.low == [0, 2]
+
+
+def test_median_split_breaks_ties_by_position_and_covers_every_sentence():
+    split = median_split([0.5] * 5 + [0.9])
+    assert split.high == [0, 1, 5]
+    assert sorted(split.high + split.low) == list(range(6))
+
+
+def test_halves_have_the_expected_mean_similarity():
+    sims = [1.0, 0.8, 0.2, 0.0]
+    split = median_split(sims)
+    assert mean_similarity([sims[i] for i in split.high]) == pytest.approx(0.9)
+    assert mean_similarity([sims[i] for i in split.low]) == pytest.approx(0.1)
+    assert mean_similarity(sims) == pytest.approx(0.5)
+
+
+def test_histogram_bins_tenths_and_keeps_exact_one_apart():
+    bins = similarity_histogram([0.0, 0.05, 0.1, 0.3, 0.7, 0.95, 0.999, 1.0])
+    counts = {row.label: row.sentences for row in bins}
+    assert counts["[0.0,0.1)"] == 2
+    assert counts["[0.1,0.2)"] == 1
+    assert counts["[0.3,0.4)"] == 1
+    assert counts["[0.7,0.8)"] == 1
+    assert counts["[0.9,1.0)"] == 2
+    assert counts["1"] == 1
+    assert sum(counts.values()) == 8
+    assert sum(row.percent for row in bins) == pytest.approx(100.0)
+
+
+def test_histogram_rejects_a_similarity_outside_zero_one():
+    with pytest.raises(ValueError, match="1.5"):
+        similarity_histogram([1.5])

@@ -1,0 +1,74 @@
+"""Options of one evaluation run (the `tm-guide eval` command and the bench script share them)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from tm_guide.errors import InvalidInput
+
+PAPER_LAMBDAS: tuple[float, ...] = (0.5, 1.0, 1.5, 2.0)
+PAPER_M_VALUES: tuple[int, ...] = (1, 5, 10, 20, 50, 100)
+
+
+@dataclass(frozen=True)
+class EvalOptions:
+    """Everything that decides what an evaluation measures; all of it goes into the signature.
+
+    test, dev   TSV files of `source<TAB>reference` (dev is where lambda is tuned; without it
+                the first lambda is used and the report says so)
+    tm          a memory name in the store at `db_url`, or a TSV file of TM pairs, imported and
+                aligned into a throwaway SQLite store
+    model       the model bundle directory
+    lambdas     candidate piece weights, tuned on dev (paper: 0.5, 1, 1.5, 2)
+    m           retrieval size of the main run (paper section 4.5: 10 is a good setting)
+    m_values    retrieval sizes of the Figure 4-6 sweep
+    engines     decoding engines to time for Table 8; the first one produces the quality numbers
+    limit       evaluate a seeded random sample of this many sentences of each set (None: all)
+    timing_limit  sentences per extra engine for Table 8 (the main engine is timed on the whole run)
+    """
+
+    test: Path
+    tm: str
+    model: Path
+    output_dir: Path
+    dev: Path | None = None
+    db_url: str | None = None
+    lambdas: tuple[float, ...] = PAPER_LAMBDAS
+    m: int = 10
+    m_values: tuple[int, ...] = PAPER_M_VALUES
+    engines: tuple[str, ...] = ("torch",)
+    device: str = "cpu"
+    beam_size: int = 5
+    batch_size: int = 32
+    limit: int | None = None
+    timing_limit: int = 50
+    seed: int = 1
+    bootstrap_samples: int = 1000
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        if not self.lambdas or any(lam < 0 for lam in self.lambdas):
+            raise InvalidInput(
+                "lambdas must be a non-empty list of non-negative weights", field="lambdas"
+            )
+        if self.m < 1 or any(m < 1 for m in self.m_values):
+            raise InvalidInput("retrieval sizes (M) must be >= 1", field="m")
+        if not self.engines:
+            raise InvalidInput("at least one engine is needed", field="engines")
+        if self.limit is not None and self.limit < 1:
+            raise InvalidInput(f"limit must be >= 1, not {self.limit}", field="limit")
+        if self.beam_size < 1 or self.batch_size < 1 or self.timing_limit < 0:
+            raise InvalidInput("beam_size and batch_size must be >= 1, timing_limit >= 0")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready; paths as given, so a run with relative paths records no machine paths."""
+        data = asdict(self)
+        for key, value in data.items():
+            if isinstance(value, Path):
+                data[key] = str(value)
+            elif isinstance(value, tuple):
+                data[key] = list(value)
+        data.pop("progress")
+        return data

@@ -1,0 +1,286 @@
+"""Writing a report: raw numbers as JSON, PNG figures, a Markdown page laid out like the paper.
+
+The Markdown is rendered from the same dictionary that is written as JSON, so they cannot disagree.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tm_guide.evaluation.plots import write_plots
+
+RESULTS_JSON = "results.json"
+REPORT_MD = "README.md"
+
+SYSTEM_LABELS = {
+    "unguided": "NMT (unguided)",
+    "guided": "Guided (ours)",
+    "binary_reward": "1/0 reward",
+    "best_match": "Best TM match only",
+}
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    def cell(value: Any) -> str:
+        if isinstance(value, float):
+            return f"{value:.2f}"
+        return str(value)
+
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cell(value) for value in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _ms(seconds: float | None) -> str:
+    return "n/a" if seconds is None else f"{1000 * seconds:.1f}"
+
+
+def render_markdown(results: dict[str, Any], figures: dict[str, str]) -> str:
+    """The report page. Every number shown comes from `results` (also written as JSON)."""
+    sig = results["signature"]
+    data = results["data"]
+    out: list[str] = [
+        f"# tm-guide evaluation: {sig['model']['name']} on {data['test']['name']}",
+        "",
+    ]
+    out += [
+        "Reproduces the analyses of Zhang et al. (NAACL 2018), section 4, on our data. "
+        f"Raw numbers: [{RESULTS_JSON}]({RESULTS_JSON}).",
+        "",
+        "## What was run",
+        "",
+        "```",
+        results["command"],
+        "```",
+        "",
+        _table(
+            ["set", "file", "sentences evaluated", "sentences in file"],
+            [
+                [key, data[key]["path"], data[key]["sentences"], data[key]["total"]]
+                for key in ("test", "dev")
+                if data.get(key)
+            ],
+        ),
+        "",
+        f"TM: `{data['tm']['name']}`, {data['tm']['segments']} segments, "
+        f"revision {data['tm']['revision']}. "
+        f"Main run: engine `{results['options']['engines'][0]}`, "
+        f"beam {results['options']['beam_size']}, "
+        f"M = {results['options']['m']}, lambda = {results['best_lambda']} "
+        f"({results['lambda_choice']}).",
+        "",
+    ]
+    for note in results.get("notes", []):
+        out += [f"> {note}", ""]
+
+    systems = [key for key in SYSTEM_LABELS if key in results["test"]]
+    out += ["## Table 2/3 analogue: translation quality", ""]
+    rows = []
+    for split in ("dev", "test"):
+        block = results["dev_systems"] if split == "dev" else results["test"]
+        if not block:
+            continue
+        for key in SYSTEM_LABELS:
+            if key in block:
+                score = block[key]
+                rows.append(
+                    [
+                        split,
+                        SYSTEM_LABELS[key],
+                        score["bleu"],
+                        score["chrf"],
+                        f"{score['length_ratio']:.3f}",
+                        score["sentences"],
+                    ]
+                )
+    out += [
+        _table(["set", "system", "BLEU", "chrF", "length ratio (Table 3)", "sentences"], rows),
+        "",
+    ]
+
+    dev = results.get("dev")
+    if dev:
+        out += ["### Tuning lambda on dev", ""]
+        out += [
+            _table(
+                ["lambda", "BLEU", "chrF"],
+                [["0 (unguided)", dev["unguided"]["bleu"], dev["unguided"]["chrf"]]]
+                + [[lam, score["bleu"], score["chrf"]] for lam, score in dev["guided"].items()],
+            ),
+            "",
+        ]
+        if "dev_lambda" in figures:
+            out += [f"![lambda on dev]({figures['dev_lambda']})", ""]
+
+    boot = results.get("bootstrap")
+    if boot:
+        out += ["### Significance: paired bootstrap resampling (sacrebleu)", ""]
+        out += [
+            _table(
+                ["system", "metric", "score", "mean +- 95% CI", "p-value vs unguided"],
+                [
+                    [
+                        SYSTEM_LABELS.get(r["system"], r["system"]),
+                        r["metric"],
+                        r["score"],
+                        f"{r['mean']:.2f} +- {r['ci']:.2f}",
+                        "(baseline)" if r["p_value"] is None else f"{r['p_value']:.4f}",
+                    ]
+                    for r in boot["results"]
+                ],
+            ),
+            "",
+        ]
+        out += [f"- `{metric}`: `{text}`" for metric, text in boot["signatures"].items()] + [""]
+
+    simi = results["similarity"]
+    out += [
+        "## Tables 4 and 5: similarity to the TM",
+        "",
+        f"Best-match similarity per test sentence (eq. 11, at M = {results['options']['m']}); "
+        f"the test set is split at the median ({simi['median']:.3f}) into half-H and half-L.",
+        "",
+    ]
+    out += [
+        _table(
+            ["", "whole", "half-H", "half-L"],
+            [
+                ["similarity (eq. 12)", simi["whole"], simi["high"], simi["low"]],
+                [
+                    "sentences",
+                    simi["sentences"]["whole"],
+                    simi["sentences"]["high"],
+                    simi["sentences"]["low"],
+                ],
+            ],
+        ),
+        "",
+    ]
+    halves = results["halves"]
+    out += [
+        _table(
+            ["BLEU", "whole", "half-H", "half-L"],
+            [
+                [SYSTEM_LABELS[key], halves["whole"][key], halves["high"][key], halves["low"][key]]
+                for key in systems
+            ],
+        ),
+        "",
+    ]
+    out += [
+        _table(
+            ["similarity", "sentences", "percent"],
+            [
+                [row["label"], row["sentences"], f"{row['percent']:.1f}%"]
+                for row in simi["histogram"]
+            ],
+        ),
+        "",
+    ]
+    if "similarity_histogram" in figures:
+        out += [f"![similarity histogram]({figures['similarity_histogram']})", ""]
+
+    counts = results["count_gamma"]
+    gammas = counts["gammas"]
+    out += [
+        "## Table 7: correctly translated n-grams by how often they occur in the TM",
+        "",
+        "Count_gamma = number of distinct n-grams (n = 1..4, 13a tokens) per test sentence that "
+        "are in both the output and the reference and occur in exactly gamma TM target sentences, "
+        "summed over the test set.",
+        "",
+    ]
+    rows = [[SYSTEM_LABELS[key], *counts[key]] for key in ("unguided", "guided")]
+    rows.append(
+        [
+            "Ratio (guided/unguided)",
+            *[
+                (f"{g / u:.2f}" if u else "n/a")
+                for u, g in zip(counts["unguided"], counts["guided"], strict=True)
+            ],
+        ]
+    )
+    out += [_table(["gamma", *[str(g) for g in gammas]], rows), ""]
+
+    timing = results["timing"]
+    out += [
+        "## Table 8: time per sentence (ms)",
+        "",
+        f"Machine: {sig['machine']['cpu']}, {sig['machine']['usable_cpus']} usable CPUs, "
+        f"device `{results['options']['device']}`. Per-sentence means over batches of "
+        f"{results['options']['batch_size']}.",
+        "",
+    ]
+    header = ["stage", *timing["engines"].keys()]
+    stages = [
+        ("base (unguided) decoding", "base_decoding"),
+        ("search engine retrieval", "retrieval"),
+        ("translation piece collection", "pieces"),
+        ("guided decoding", "guided_decoding"),
+        ("sentences timed", "sentences"),
+    ]
+    rows = []
+    for label, key in stages:
+        row: list[Any] = [label]
+        for engine in timing["engines"].values():
+            value = engine.get(key)
+            row.append(value if key == "sentences" else _ms(value))
+        rows.append(row)
+    out += [_table(header, rows), ""]
+
+    sweep = results.get("m_sweep")
+    if sweep:
+        out += ["## Figures 4-6: retrieval size M", ""]
+        out += [
+            _table(
+                ["M", "retrieval (ms)", "pieces (ms)", "guided decoding (ms)", "BLEU", "chrF"],
+                [
+                    [
+                        row["m"],
+                        _ms(row["retrieval"]),
+                        _ms(row["pieces"]),
+                        _ms(row["guided_decoding"]),
+                        row["bleu"],
+                        row["chrf"],
+                    ]
+                    for row in sweep
+                ],
+            ),
+            "",
+        ]
+        for key, caption in (
+            ("fig4_pieces_time", "Figure 4"),
+            ("fig5_decoding_time", "Figure 5"),
+            ("fig6_bleu", "Figure 6"),
+        ):
+            if key in figures:
+                out += [f"![{caption}]({figures[key]})", ""]
+
+    out += [
+        "## Reproducibility signature",
+        "",
+        "```json",
+        json.dumps(sig, indent=2, sort_keys=True),
+        "```",
+        "",
+    ]
+    return "\n".join(out)
+
+
+def write_report(results: dict[str, Any], output_dir: Path, plots: bool = True) -> dict[str, Path]:
+    """Write results.json, the figures and README.md into output_dir; returns the paths written."""
+    output_dir.mkdir(parents=True, exist_ok=True)
+    figures = write_plots(results, output_dir) if plots else {}
+    results = {**results, "figures": figures}
+    json_path = output_dir / RESULTS_JSON
+    json_path.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    md_path = output_dir / REPORT_MD
+    md_path.write_text(render_markdown(results, figures), encoding="utf-8")
+    return {
+        "json": json_path,
+        "markdown": md_path,
+        **{key: output_dir / name for key, name in figures.items()},
+    }
