@@ -1,0 +1,57 @@
+"""tm-guide HTTP server: a Flask application factory with one blueprint per area."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from flask import Flask, Response, g, request
+
+from server.config import ServerConfig
+from server.errors import register_error_handlers
+from server.services import Services
+
+log = logging.getLogger(__name__)
+
+
+def create_app(config: ServerConfig | None = None) -> Flask:
+    """Build the app; cheap (no database, no model) so that gunicorn can fork it into workers."""
+    config = config or ServerConfig.from_env()
+    app = Flask(__name__, static_folder=None)
+    app.config["MAX_CONTENT_LENGTH"] = config.limits.max_body_bytes
+    app.json.sort_keys = False  # type: ignore[attr-defined]
+    services = Services(config)
+    app.extensions["tm_guide"] = services
+    if not config.auth_enabled:
+        log.warning("authentication is off: only loopback clients are served")
+
+    register_error_handlers(app)
+    _register_blueprints(app)
+    _register_request_metrics(app, services)
+    return app
+
+
+def _register_blueprints(app: Flask) -> None:
+    from server.api import docs, health, jobs, memories, segments, suggest, tmserver
+
+    for module in (health, docs, memories, segments, suggest, jobs, tmserver):
+        app.register_blueprint(module.blueprint)
+
+
+def _register_request_metrics(app: Flask, services: Services) -> None:
+    @app.before_request
+    def start_timer() -> None:
+        g.started = time.perf_counter()
+
+    @app.after_request
+    def count_request(response: Response) -> Response:
+        started = g.get("started")
+        endpoint = request.url_rule.rule if request.url_rule is not None else "unmatched"
+        services.metrics.requests.inc(
+            method=request.method, endpoint=endpoint, status=str(response.status_code)
+        )
+        if started is not None:
+            services.metrics.latency.observe(
+                time.perf_counter() - started, method=request.method, endpoint=endpoint
+            )
+        return response

@@ -1,0 +1,1 @@
+"""Blueprints, one per area of the API."""

@@ -1,0 +1,49 @@
+"""Liveness, readiness (database reachable, model loaded) and Prometheus metrics; no key needed."""
+
+from __future__ import annotations
+
+import logging
+
+from flask import Blueprint, Response, jsonify
+
+from server.api.common import services
+
+log = logging.getLogger(__name__)
+blueprint = Blueprint("health", __name__)
+
+
+@blueprint.get("/health")
+def health() -> Response:
+    """The process answers; says nothing about its dependencies (that is /ready)."""
+    return jsonify({"status": "ok"})
+
+
+@blueprint.get("/ready")
+def ready() -> tuple[Response, int]:
+    """Ready when the database answers and the model is loaded; the first call loads the model."""
+    checks: dict[str, str] = {}
+    ok = True
+    try:
+        services().store().list_memories()
+        checks["database"] = "ok"
+    except Exception as exc:  # readiness reports any failure instead of raising it
+        log.warning("readiness: database check failed: %s", exc)
+        checks["database"] = f"error: {type(exc).__name__}"
+        ok = False
+    if ok:
+        try:
+            services().translator()
+            checks["model"] = "ok"
+        except Exception as exc:
+            log.warning("readiness: model check failed: %s", exc)
+            checks["model"] = f"error: {getattr(exc, 'message', type(exc).__name__)}"
+            ok = False
+    body = {"status": "ready" if ok else "not_ready", "checks": checks}
+    return jsonify(body), 200 if ok else 503
+
+
+@blueprint.get("/metrics")
+def metrics() -> Response:
+    return Response(
+        services().metrics.render(), mimetype="text/plain", content_type="text/plain; version=0.0.4"
+    )

@@ -1,0 +1,109 @@
+"""TMX import as a background job (upload, poll progress, result) and streamed TMX export."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from typing import Any
+
+from flask import Blueprint, Response, jsonify, request, stream_with_context, url_for
+
+from server.api.common import services
+from server.auth import current_principal, require
+from server.jobs import CountingReader, JobProgress
+from server.services import Services
+from tm_guide.errors import Forbidden, InvalidInput
+
+blueprint = Blueprint("jobs", __name__, url_prefix="/v1")
+
+IMPORT_FORMATS = ("tmx",)
+CHUNK = 1024 * 1024
+
+
+@blueprint.post("/memories/<name>/imports")
+def start_import(name: str) -> tuple[Response, int]:
+    """The request body is the TMX file itself (or a multipart form field `file`)."""
+    principal = require(name, "write")
+    svc = services()
+    fmt = request.args.get("format", "tmx").lower()
+    if fmt not in IMPORT_FORMATS:
+        raise InvalidInput(f"query parameter 'format' must be one of {', '.join(IMPORT_FORMATS)}", field="format")
+    memory = svc.store().get_memory(name)
+    request.max_content_length = svc.config.limits.max_import_bytes
+    job_id = svc.jobs.new_job("import", memory.name, principal.name)
+    upload = svc.jobs.upload_path(job_id)
+    size = _save_upload(upload)
+    if size == 0:
+        upload.unlink(missing_ok=True)
+        svc.jobs.update(job_id, status="failed", error={"error": "invalid_input", "message": "the uploaded file is empty"})
+        raise InvalidInput("the uploaded file is empty", field="body")
+    svc.jobs.submit(job_id, lambda progress: _import_tmx(svc, memory.name, upload, size, progress))
+    location = url_for("jobs.show_job", job_id=job_id)
+    response = jsonify({"job": svc.jobs.read(job_id), "status_url": location})
+    response.headers["Location"] = location
+    return response, 202
+
+
+def _save_upload(path: os.PathLike[str]) -> int:
+    """Streams the body to disk so that a large TMX never sits in memory."""
+    if request.mimetype == "multipart/form-data":
+        upload = request.files.get("file")
+        if upload is None:
+            raise InvalidInput("multipart upload needs a 'file' field", field="file")
+        upload.save(path)
+    else:
+        with open(path, "wb") as out:
+            shutil.copyfileobj(request.stream, out, CHUNK)
+    return os.path.getsize(path)
+
+
+def _import_tmx(svc: Services, memory_name: str, upload: Any, size: int, progress: JobProgress) -> dict[str, Any]:
+    from tm_guide.formats.tmx import read_tmx
+
+    from server.translation import analyse_memory
+
+    store = svc.store()
+    memory = store.get_memory(memory_name)
+    with open(upload, "rb") as raw:
+        reader_file = CountingReader(raw, "upload.tmx")
+        reader = read_tmx(reader_file, memory.source_lang, memory.target_lang)
+        report = store.import_records(memory, progress.records(reader, reader_file, size))
+    progress.phase("aligning")
+    aligned = analyse_memory(svc, memory)
+    written = report.added + report.updated
+    svc.metrics.segments_added.inc(written, kind="import")
+    memory = store.get_memory(memory_name)
+    return {
+        "added": report.added,
+        "merged": report.merged,
+        "updated": report.updated,
+        "skipped": report.skipped + reader.stats.skipped_total,
+        "skipped_reasons": dict(reader.stats.skipped),
+        "records_read": reader.stats.records,
+        "aligned": aligned,
+        "revision": memory.revision,
+        "segment_count": memory.segment_count,
+    }
+
+
+@blueprint.get("/jobs/<job_id>")
+def show_job(job_id: str) -> Response:
+    """Anyone who may read the job's memory may poll it."""
+    principal = current_principal()
+    state = services().jobs.read(job_id)
+    if not principal.allows(state["memory"], "read"):
+        raise Forbidden(f"API key '{principal.name}' has no read access to memory '{state['memory']}'")
+    return jsonify(state)
+
+
+@blueprint.get("/memories/<name>/export")
+def export(name: str) -> Response:
+    """TMX of the whole memory, streamed segment by segment."""
+    require(name, "read")
+    from server.export import tmx_chunks
+
+    store = services().store()
+    memory = store.get_memory(name)
+    response = Response(stream_with_context(tmx_chunks(store, memory)), mimetype="application/x-tmx+xml")
+    response.headers["Content-Disposition"] = f'attachment; filename="{memory.name}.tmx"'
+    return response

@@ -1,0 +1,67 @@
+"""Memories: create, list, show (size, languages, revision), delete."""
+
+from __future__ import annotations
+
+import re
+
+from flask import Blueprint, Response, jsonify
+
+from server.api.common import memory_json, services
+from server.auth import ALL_MEMORIES, current_principal, require
+from server.validation import get_field, json_body
+from tm_guide.errors import InvalidInput
+
+blueprint = Blueprint("memories", __name__, url_prefix="/v1")
+
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+LANG_PATTERN = re.compile(r"^[A-Za-z]{2,3}([-_][A-Za-z0-9]{1,8})*$")
+
+
+def checked_name(value: str, where: str = "name") -> str:
+    if not NAME_PATTERN.match(value):
+        raise InvalidInput(
+            f"field '{where}' must be 1-100 letters, digits, '.', '_' or '-', starting with a letter or digit",
+            field=where,
+        )
+    return value
+
+
+def checked_lang(value: str, where: str) -> str:
+    if not LANG_PATTERN.match(value):
+        raise InvalidInput(f"field '{where}' must be a language code such as 'de' or 'pt-BR'", field=where)
+    return value
+
+
+@blueprint.get("/memories")
+def list_memories() -> Response:
+    principal = current_principal()
+    memories = [m for m in services().store().list_memories() if principal.allows(m.name, "read")]
+    return jsonify({"memories": [memory_json(m) for m in memories]})
+
+
+@blueprint.post("/memories")
+def create_memory() -> tuple[Response, int]:
+    require(ALL_MEMORIES, "write")
+    body = json_body()
+    name = checked_name(get_field(body, "name", str, required=True))
+    source_lang = checked_lang(get_field(body, "source_lang", str, required=True), "source_lang")
+    target_lang = checked_lang(get_field(body, "target_lang", str, required=True), "target_lang")
+    description = get_field(body, "description", str, default="")
+    memory = services().store().create_memory(name, source_lang, target_lang, description)
+    return jsonify(memory_json(memory)), 201
+
+
+@blueprint.get("/memories/<name>")
+def show_memory(name: str) -> Response:
+    require(name, "read")
+    return jsonify(memory_json(services().store().get_memory(name)))
+
+
+@blueprint.delete("/memories/<name>")
+def delete_memory(name: str) -> tuple[str, int]:
+    """Deleting a whole memory is an administrator's act: it needs write on every memory."""
+    require(ALL_MEMORIES, "write")
+    store = services().store()
+    store.get_memory(name)
+    store.delete_memory(name)
+    return "", 204

@@ -1,0 +1,135 @@
+"""POST /v1/suggest: fuzzy matches and TM-guided MT for one segment or a batch."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, Response, jsonify
+
+from server.api.common import services
+from server.auth import current_principal, require
+from server.suggestions import MemoryChoice, SegmentQuery, SuggestOptions, suggest
+from server.translation import MTOptions
+from server.validation import get_field, in_range, json_body, text_field
+from tm_guide.errors import InvalidInput
+
+blueprint = Blueprint("suggest", __name__, url_prefix="/v1")
+
+
+@blueprint.post("/suggest")
+def suggest_view() -> Response:
+    body = json_body()
+    queries = _queries(body)
+    options = _options(body)
+    for choice in options.memories:
+        require(choice.name, "read")
+    return jsonify(suggest(services(), queries, options))
+
+
+def _queries(body: dict[str, Any]) -> list[SegmentQuery]:
+    """Either `source` (+ `context`) for one segment or `segments: [{source, context}]` for a batch."""
+    limits = services().config.limits
+    if "segments" in body and "source" in body:
+        raise InvalidInput("give either 'source' or 'segments', not both", field="segments")
+    if "segments" not in body:
+        return [
+            SegmentQuery(
+                text_field(body, "source", limits.max_segment_chars) or "",
+                text_field(body, "context", limits.max_segment_chars, required=False),
+            )
+        ]
+    items = get_field(body, "segments", list, required=True)
+    if not items:
+        raise InvalidInput("field 'segments' must not be empty", field="segments")
+    if len(items) > limits.max_batch_size:
+        raise InvalidInput(
+            f"field 'segments' has {len(items)} items; the limit is {limits.max_batch_size}",
+            field="segments",
+        )
+    queries = []
+    for i, item in enumerate(items):
+        path = f"segments[{i}]."
+        if isinstance(item, str):
+            item = {"source": item}
+        if not isinstance(item, dict):
+            raise InvalidInput(f"field 'segments[{i}]' must be an object or a string", field=f"segments[{i}]")
+        queries.append(
+            SegmentQuery(
+                text_field(item, "source", limits.max_segment_chars, path=path) or "",
+                text_field(item, "context", limits.max_segment_chars, path=path, required=False),
+            )
+        )
+    return queries
+
+
+def _memories(body: dict[str, Any]) -> tuple[MemoryChoice, ...]:
+    """`memories: ["name", {"name": "other", "penalty": 5}]`; without it every memory the key may
+    read in `source_lang` -> `target_lang`."""
+    items = get_field(body, "memories", list)
+    if items is None:
+        source_lang = get_field(body, "source_lang", str)
+        target_lang = get_field(body, "target_lang", str)
+        if not (source_lang and target_lang):
+            raise InvalidInput(
+                "field 'memories' is required (or 'source_lang' and 'target_lang' to use every readable memory of that pair)",
+                field="memories",
+            )
+        principal = current_principal()
+        chosen = tuple(
+            MemoryChoice(m.name)
+            for m in services().store().list_memories()
+            if m.source_lang.lower() == source_lang.lower()
+            and m.target_lang.lower() == target_lang.lower()
+            and principal.allows(m.name, "read")
+        )
+        if not chosen:
+            raise InvalidInput(f"no readable memory translates {source_lang} -> {target_lang}", field="memories")
+        return chosen
+    if not items:
+        raise InvalidInput("field 'memories' must not be empty", field="memories")
+    choices = []
+    for i, item in enumerate(items):
+        if isinstance(item, str):
+            choices.append(MemoryChoice(item))
+            continue
+        if not isinstance(item, dict):
+            raise InvalidInput(f"field 'memories[{i}]' must be a name or an object", field=f"memories[{i}]")
+        path = f"memories[{i}]."
+        name = get_field(item, "name", str, path=path, required=True)
+        penalty = get_field(item, "penalty", int, path=path, default=0)
+        choices.append(MemoryChoice(name, int(in_range(penalty, 0, 100, f"{path}penalty"))))
+    if len({c.name for c in choices}) != len(choices):
+        raise InvalidInput("field 'memories' names a memory twice", field="memories")
+    return tuple(choices)
+
+
+def _options(body: dict[str, Any]) -> SuggestOptions:
+    limits = services().config.limits
+    opts = get_field(body, "options", dict, default={})
+    path = "options."
+    m = get_field(opts, "m", int, path=path, default=10)
+    min_match = get_field(opts, "min_match", int, path=path, default=50)
+    max_matches = get_field(opts, "max_matches", int, path=path, default=5)
+    lam = get_field(opts, "lambda", float, path=path)
+    beam_size = get_field(opts, "beam_size", int, path=path)
+    min_similarity = get_field(opts, "min_similarity", float, path=path)
+    if lam is not None:
+        in_range(lam, 0.0, 100.0, "options.lambda")
+    if beam_size is not None:
+        in_range(beam_size, 1, limits.max_beam_size, "options.beam_size")
+    if min_similarity is not None:
+        in_range(min_similarity, 0.0, 1.0, "options.min_similarity")
+    return SuggestOptions(
+        memories=_memories(body),
+        m=int(in_range(m, 1, limits.max_m, "options.m")),
+        min_match=int(in_range(min_match, 0, 101, "options.min_match")),
+        max_matches=int(in_range(max_matches, 0, 100, "options.max_matches")),
+        translate=get_field(opts, "translate", bool, path=path, default=True),
+        mt=MTOptions(
+            lam=lam,
+            beam_size=beam_size,
+            min_similarity=min_similarity,
+            binary_reward=get_field(opts, "binary_reward", bool, path=path, default=False),
+            unguided=get_field(opts, "unguided", bool, path=path, default=False),
+        ),
+    )

@@ -1,0 +1,56 @@
+"""Every error leaves the server as JSON `{error, message}` with its status; never a stack trace."""
+
+from __future__ import annotations
+
+import logging
+import re
+
+from flask import Flask, Response, jsonify
+from werkzeug.exceptions import HTTPException
+
+from tm_guide.errors import TMGuideError
+
+log = logging.getLogger(__name__)
+
+
+def error_response(status: int, code: str, message: str, field: str | None = None) -> Response:
+    body = {"error": code, "message": message}
+    if field:
+        body["field"] = field
+    response = jsonify(body)
+    response.status_code = status
+    return response
+
+
+def _code_for(exc: HTTPException) -> str:
+    name = exc.name or "error"
+    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
+
+
+def register_error_handlers(app: Flask) -> None:
+    @app.errorhandler(TMGuideError)
+    def handle_tm_guide_error(exc: TMGuideError) -> Response:
+        if exc.status >= 500:
+            log.error("%s: %s", type(exc).__name__, exc.message)
+        return error_response(exc.status, exc.code, exc.message, exc.field)
+
+    @app.errorhandler(HTTPException)
+    def handle_http_error(exc: HTTPException) -> Response:
+        status = exc.code or 500
+        message = exc.description or exc.name
+        if status == 413:
+            return error_response(413, "payload_too_large", "request body is larger than allowed")
+        if status == 405:
+            allowed = ", ".join(sorted(exc.valid_methods or []))  # type: ignore[attr-defined]
+            message = f"method not allowed here; allowed: {allowed}" if allowed else message
+        if status == 404:
+            message = "no such endpoint"
+        response = error_response(status, _code_for(exc), message)
+        if status == 405 and getattr(exc, "valid_methods", None):
+            response.headers["Allow"] = ", ".join(exc.valid_methods)  # type: ignore[attr-defined]
+        return response
+
+    @app.errorhandler(Exception)
+    def handle_unexpected(exc: Exception) -> Response:
+        log.exception("unhandled error")
+        return error_response(500, "internal_error", "internal server error")

@@ -1,0 +1,115 @@
+"""Running the app under gunicorn from Python, so `tm-guide serve` is one command.
+
+Concurrency decision. SQLite takes one writer at a time (WAL lets readers go on) and the Whoosh
+index has a single-writer lock per directory; several processes writing both would mostly wait on
+each other's locks and each keep its own copy of the model. So the default is ONE worker process
+with several threads: CTranslate2 releases the GIL while it computes, writes are serialised inside
+the process, and the one in-process metrics registry covers the whole server. More workers are
+refused on SQLite; on PostgreSQL they are allowed (the database takes concurrent writers) and each
+worker loads its own model.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from gunicorn.app.base import BaseApplication
+
+from server.config import ServerConfig
+from tm_guide.errors import InvalidInput
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    host: str = "127.0.0.1"
+    port: int = 8000
+    workers: int = 1
+    threads: int = 4
+    timeout_s: int = 120
+    access_log: bool = False
+    warm: bool = True  # open the store and load the model as soon as a worker starts
+
+
+def is_loopback_host(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_deployment(config: ServerConfig, options: ServeOptions) -> None:
+    """Refuse the two unsafe combinations instead of running them quietly."""
+    if not config.auth_enabled and not is_loopback_host(options.host):
+        raise InvalidInput(
+            f"authentication is off (TM_GUIDE_AUTH=off) but the server would listen on {options.host}; "
+            "auth can only be off on a loopback address such as 127.0.0.1",
+            field="TM_GUIDE_AUTH",
+        )
+    if options.workers > 1 and config.settings.db_url.startswith("sqlite"):
+        raise InvalidInput(
+            "several worker processes need PostgreSQL; with SQLite use one worker and more --threads",
+            field="workers",
+        )
+
+
+class GunicornServer(BaseApplication):  # type: ignore[misc]
+    """gunicorn with our settings; each worker builds its own app (and loads its own model)."""
+
+    def __init__(self, config: ServerConfig, options: ServeOptions) -> None:
+        self.server_config = config
+        self.options = options
+        super().__init__()
+
+    def load_config(self) -> None:
+        opts = self.options
+        settings: dict[str, Any] = {
+            "bind": [f"[{opts.host}]:{opts.port}" if ":" in opts.host else f"{opts.host}:{opts.port}"],
+            "workers": opts.workers,
+            "threads": opts.threads,
+            "worker_class": "gthread",
+            "timeout": opts.timeout_s,
+            "graceful_timeout": 30,
+            "keepalive": 5,
+            "proc_name": "tm-guide",
+            "accesslog": "-" if opts.access_log else None,
+            "errorlog": "-",
+            "loglevel": "info",
+        }
+        if opts.warm:
+            settings["post_worker_init"] = _warm_worker
+        for key, value in settings.items():
+            self.cfg.set(key, value)
+
+    def load(self) -> Any:
+        from server import create_app
+
+        return create_app(self.server_config)
+
+
+def _warm_worker(worker: Any) -> None:
+    """Open the store and load the model in the background, so the first editor does not wait."""
+    app = worker.wsgi
+
+    def warm() -> None:
+        services = app.extensions["tm_guide"]
+        try:
+            services.store()
+            services.translator()
+            worker.log.info("worker %s: store open, model loaded", worker.pid)
+        except Exception as exc:  # /ready reports the same failure to whoever asks
+            worker.log.warning("worker %s: warm-up failed: %s", worker.pid, getattr(exc, "message", exc))
+
+    threading.Thread(target=warm, name="tm-guide-warm", daemon=True).start()
+
+
+def serve(config: ServerConfig, options: ServeOptions) -> None:
+    check_deployment(config, options)
+    GunicornServer(config, options).run()

@@ -1,0 +1,119 @@
+"""Reading request bodies and fields with errors that name exactly what is wrong and where."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from flask import request
+
+from tm_guide.errors import InvalidInput
+
+_TYPE_NAMES = {
+    str: "a string",
+    int: "an integer",
+    float: "a number",
+    bool: "a boolean",
+    list: "a list",
+    dict: "an object",
+}
+
+
+def json_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "list"
+    return "object"
+
+
+def json_body() -> dict[str, Any]:
+    """The request body as a JSON object; malformed JSON and invalid UTF-8 are 400s that say where."""
+    raw = request.get_data(cache=True)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(
+            f"request body is not valid UTF-8 (byte {exc.start}: {exc.reason})", field="body"
+        ) from None
+    if not text.strip():
+        raise InvalidInput("request body is empty; a JSON object is expected", field="body")
+    try:
+        body = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(
+            f"malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", field="body"
+        ) from None
+    if not isinstance(body, dict):
+        raise InvalidInput(f"request body must be a JSON object, not {json_name(body)}", field="body")
+    return body
+
+
+def get_field(
+    obj: dict[str, Any],
+    name: str,
+    kind: type | tuple[type, ...],
+    *,
+    path: str = "",
+    required: bool = False,
+    default: Any = None,
+) -> Any:
+    """obj[name] checked against `kind`; `path` prefixes the field name in messages (segments[2].)."""
+    where = f"{path}{name}"
+    if name not in obj or obj[name] is None:
+        if required:
+            raise InvalidInput(f"field '{where}' is required", field=where)
+        return default
+    value = obj[name]
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    ok = isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds)
+    if float in kinds and isinstance(value, int) and not isinstance(value, bool):
+        ok = True
+        value = float(value)
+    if not ok:
+        expected = " or ".join(_TYPE_NAMES.get(k, k.__name__) for k in kinds)
+        raise InvalidInput(
+            f"field '{where}' must be {expected}, not {json_name(value)}", field=where
+        )
+    return value
+
+
+def in_range(value: float, low: float, high: float, where: str) -> float:
+    if not low <= value <= high:
+        raise InvalidInput(f"field '{where}' must be between {low} and {high}, not {value}", field=where)
+    return value
+
+
+def text_field(
+    obj: dict[str, Any], name: str, max_chars: int, *, path: str = "", required: bool = True
+) -> str | None:
+    """A non-empty string no longer than the segment-length limit."""
+    value = get_field(obj, name, str, path=path, required=required)
+    if value is None:
+        return None
+    where = f"{path}{name}"
+    if required and not value.strip():
+        raise InvalidInput(f"field '{where}' must not be empty", field=where)
+    if len(value) > max_chars:
+        raise InvalidInput(
+            f"field '{where}' is {len(value)} characters long; the limit is {max_chars}", field=where
+        )
+    return value
+
+
+def int_arg(name: str, default: int, low: int, high: int) -> int:
+    """An integer query-string argument within bounds."""
+    raw = request.args.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise InvalidInput(f"query parameter '{name}' must be an integer, not {raw!r}", field=name) from None
+    return int(in_range(value, low, high, name))
