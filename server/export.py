@@ -1,4 +1,4 @@
-"""Streamed TMX export: the memory leaves the server segment by segment, never whole in memory."""
+"""Streamed TMX export: the memory leaves the server chunk by chunk, never whole in memory."""
 
 from __future__ import annotations
 
@@ -7,4 +7,10 @@ from typing import Any
 
 
 def tmx_chunks(store: Any, memory: Any) -> Iterator[bytes]:
-    raise NotImplementedError
+    from tm_guide.formats.tmx_writer import iter_tmx
+
+    yield from iter_tmx(
+        source_lang=memory.source_lang,
+        target_lang=memory.target_lang,
+        segments=store.iter_segments(memory),
+    )
