@@ -43,7 +43,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
-from xml.sax.saxutils import escape
 
 from lxml import etree
 
@@ -56,12 +55,12 @@ from tm_guide.formats.common import (
     pick_language,
     source_name,
 )
+from tm_guide.formats.tmx_inline import InlineMarkupError, inner_xml, plain_text
 from tm_guide.records import SegmentRecord
 
 XML_LANG = "{http://www.w3.org/XML/1998/namespace}lang"
 TMX_DATE_FORMAT = "%Y%m%dT%H%M%SZ"
 
-CODE_ELEMENTS = frozenset({"bpt", "ept", "ph", "it", "ut"})
 CONTEXT_KEY_PROPS = frozenset({"x-context", "context", "x-context-key"})
 CONTEXT_PREV_PROPS = frozenset({"x-context-pre", "x-context-prev", "context-prev", "prev"})
 CONTEXT_NEXT_PROPS = frozenset({"x-context-post", "x-context-next", "context-next", "next"})
@@ -236,39 +235,11 @@ class _TmxParser:
                 raise self.error(child.sourceline, f"unexpected element <{tag}> in <tuv>")
         if seg is None:
             raise self.error(tuv.sourceline, "<tuv> without a <seg>")
-        parts = [seg.text or ""]
-        for child in seg:
-            self.plain_text(child, parts, inside_code=False)
-        markup = None
-        if len(seg):
-            markup = escape(seg.text or "") + "".join(
-                etree.tostring(child, encoding="unicode", with_tail=True) for child in seg
-            )
-        return "".join(parts), markup, props
-
-    def plain_text(self, element: Any, parts: list[str], inside_code: bool) -> None:
-        tag = element.tag
-        if isinstance(element, etree._Entity):
-            raise self.error(
-                element.sourceline,
-                f"undefined entity {element.text}; only the five XML "
-                "entities and numeric character references are allowed",
-            )
-        if tag in CODE_ELEMENTS:
-            for child in element:  # check nested elements; their text is native code
-                self.plain_text(child, [], inside_code=True)
-        elif tag == "sub":
-            if not inside_code:
-                raise self.error(element.sourceline, "<sub> outside an inline code element")
-            for child in element:
-                self.plain_text(child, [], inside_code=False)
-        elif tag == "hi":
-            parts.append(element.text or "")
-            for child in element:
-                self.plain_text(child, parts, inside_code=False)
-        else:
-            raise self.error(element.sourceline, f"unknown inline element <{tag}> in <seg>")
-        parts.append(element.tail or "")
+        try:
+            text = plain_text(seg)
+        except InlineMarkupError as exc:
+            raise self.error(exc.line or seg.sourceline, exc.message) from None
+        return text, inner_xml(seg), props
 
     def add_meta(self, props: dict[str, str], element: Any, prefix: str) -> None:
         if len(element):

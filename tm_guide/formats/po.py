@@ -1,0 +1,164 @@
+"""gettext PO and MO catalogues as translation-memory records (read with polib).
+
+msgid -> source, msgstr -> target, msgctxt -> context. Entries that are fuzzy, untranslated or
+obsolete are skipped and counted. A plural entry gives two records: msgid with msgstr[0], and
+msgid_plural with msgstr[1] (for a language with one plural form, msgstr[0] also translates
+msgid_plural); further forms (msgstr[2]... of languages with more plural forms) have no source
+text of their own and are counted as skipped. Translator comments go to props["note"], extracted
+comments to props["x-po-comment"], source references to props["x-po-references"]. PO records
+carry the line of their entry; MO files have no lines.
+
+When the catalogue's Language header is set and names another language than the memory's target
+language, the import is refused: it is almost always the wrong file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import polib
+
+from tm_guide.errors import ImportFormatError
+from tm_guide.formats.common import ReadStats, RecordReader, language_matches
+from tm_guide.records import SegmentRecord
+
+SKIP_FUZZY = "fuzzy"
+SKIP_UNTRANSLATED = "untranslated"
+SKIP_OBSOLETE = "obsolete"
+SKIP_EXTRA_PLURAL = "plural forms beyond the second"
+
+_LINE_IN_MESSAGE = re.compile(r"\(line (\d+)\)")
+# polib silently drops entries with some syntax errors (an unterminated string), so every line of
+# a PO file is checked first: blank, a comment, or an optional keyword with one quoted string.
+_KEYWORD = rb"(?:msgctxt|msgid|msgid_plural|msgstr(?:\[\d+\])?)"
+_VALID_LINE = re.compile(rb"\s*(?:#.*|(?:" + _KEYWORD + rb'\s+)?"(?:[^"\\]|\\.)*"\s*|)\Z', re.S)
+_STARTS_STRING = re.compile(rb"\s*(?:" + _KEYWORD + rb'\s+)?"')
+_MSGID_LINE = re.compile(rb"\s*msgid\s")
+
+
+def read_po(path: str | os.PathLike[str], source_lang: str, target_lang: str) -> RecordReader:
+    """Records of a PO file, each with the line of its entry."""
+    stats = ReadStats()
+    return RecordReader(_records(path, target_lang, stats, _load_po), stats)
+
+
+def read_mo(path: str | os.PathLike[str], source_lang: str, target_lang: str) -> RecordReader:
+    """Records of a compiled MO file (no line numbers: the format has none)."""
+    stats = ReadStats()
+    return RecordReader(_records(path, target_lang, stats, _load_mo), stats)
+
+
+def _records(
+    path: str | os.PathLike[str],
+    target_lang: str,
+    stats: ReadStats,
+    load: Callable[[str], Any],
+) -> Iterator[SegmentRecord]:
+    name = os.fspath(path)
+    catalogue = _load(name, load)
+    language = (catalogue.metadata.get("Language") or "").strip()
+    if language and not language_matches(language, target_lang):
+        raise ImportFormatError(
+            name,
+            None,
+            f"the catalogue's Language header is {language!r}, but the memory translates "
+            f"into {target_lang!r}",
+        )
+    for entry in catalogue:
+        if entry.obsolete:
+            stats.skip(SKIP_OBSOLETE)
+        elif "fuzzy" in entry.flags:
+            stats.skip(SKIP_FUZZY)
+        elif not entry.msgid:
+            continue  # the header entry (MO files list it among the messages)
+        elif entry.msgid_plural:
+            yield from _plural_records(entry, stats)
+        elif not entry.msgstr:
+            stats.skip(SKIP_UNTRANSLATED)
+        else:
+            yield _record(entry, entry.msgid, entry.msgstr)
+
+
+def _load_po(name: str) -> Any:
+    first_msgid_line = _check_po_lines(name)
+    catalogue = polib.pofile(name, wrapwidth=0)
+    for entry in catalogue:
+        if not entry.linenum:  # polib leaves the first entry of a file without header at 0
+            entry.linenum = first_msgid_line
+    return catalogue
+
+
+def _load_mo(name: str) -> Any:
+    return polib.mofile(name)
+
+
+def _check_po_lines(name: str) -> int | None:
+    """Raise at the first line that is not PO syntax; return the line of the first msgid."""
+    first_msgid_line = None
+    with open(name, "rb") as lines:
+        for number, line in enumerate(lines, start=1):
+            if number == 1:
+                line = line.removeprefix(b"\xef\xbb\xbf")
+            if not _VALID_LINE.match(line):
+                what = (
+                    "unterminated or malformed quoted string"
+                    if _STARTS_STRING.match(line)
+                    else "expected msgctxt, msgid, msgid_plural, msgstr[N] or a quoted string"
+                )
+                raise ImportFormatError(name, number, f"syntax error: {what}")
+            if first_msgid_line is None and _MSGID_LINE.match(line):
+                first_msgid_line = number
+    return first_msgid_line
+
+
+def _load(name: str, load: Callable[[str], Any]) -> Any:
+    # polib takes a string that is not an existing file for the catalogue's content
+    if not os.path.isfile(name):
+        raise ImportFormatError(name, None, "no such file")
+    try:
+        return load(name)
+    except UnicodeDecodeError as exc:
+        line = None
+        if isinstance(exc.object, bytes) and len(exc.object) == os.path.getsize(name):
+            line = exc.object[: exc.start].count(b"\n") + 1
+        what = f"not valid {exc.encoding}: {exc.reason} (the catalogue's charset is wrong?)"
+        raise ImportFormatError(name, line, what) from None
+    except (OSError, ValueError) as exc:
+        message = str(exc)
+        match = _LINE_IN_MESSAGE.search(message)
+        line = int(match.group(1)) if match else None
+        what = _LINE_IN_MESSAGE.sub("", message).replace(name, "").strip() or "unreadable catalogue"
+        raise ImportFormatError(name, line, what) from None
+
+
+def _plural_records(entry: Any, stats: ReadStats) -> Iterator[SegmentRecord]:
+    forms = [entry.msgstr_plural[index] for index in sorted(entry.msgstr_plural)]
+    if not forms or not all(forms):
+        stats.skip(SKIP_UNTRANSLATED)
+        return
+    yield _record(entry, entry.msgid, forms[0])
+    yield _record(entry, entry.msgid_plural, forms[1] if len(forms) > 1 else forms[0])
+    if len(forms) > 2:
+        stats.skip(SKIP_EXTRA_PLURAL)
+
+
+def _record(entry: Any, source: str, target: str) -> SegmentRecord:
+    props: dict[str, str] = {}
+    if entry.tcomment:
+        props["note"] = entry.tcomment
+    if entry.comment:
+        props["x-po-comment"] = entry.comment
+    if entry.occurrences:
+        props["x-po-references"] = " ".join(
+            f"{file}:{line}" if line else file for file, line in entry.occurrences
+        )
+    return SegmentRecord(
+        source=source,
+        target=target,
+        context=entry.msgctxt,
+        props=props,
+        line=getattr(entry, "linenum", None),
+    )

@@ -1,0 +1,231 @@
+"""Streamed TMX 1.4b writer: the inverse of `read_tmx`, so that import -> export -> import keeps
+every record as it was (text, inline markup, tuid, dates, usage count, context, props, notes)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import IO, Any, Protocol
+
+from lxml import etree
+
+from tm_guide import __version__
+from tm_guide.errors import InvalidInput
+from tm_guide.formats.tmx import (
+    SOURCE_PREFIX,
+    TARGET_PREFIX,
+    TMX_DATE_FORMAT,
+    XML_LANG,
+    context_from_props,
+)
+from tm_guide.formats.tmx_inline import InlineMarkupError, parse_markup, plain_text
+
+FLUSH_EVERY = 500  # <tu> elements per chunk handed to the output
+
+
+class SegmentLike(Protocol):
+    """What the writer needs of a segment: a SegmentRecord or the store's Segment both fit."""
+
+    source: str
+    target: str
+    tuid: str | None
+    context: str | None
+    source_markup: str | None
+    target_markup: str | None
+    created_at: datetime | None
+    created_by: str | None
+    changed_at: datetime | None
+    changed_by: str | None
+    usage_count: int
+    props: dict[str, str]
+
+
+@dataclass(frozen=True)
+class ToolInfo:
+    """The creationtool/creationtoolversion written into the TMX header."""
+
+    name: str = "tm-guide"
+    version: str = __version__
+
+
+def write_tmx(
+    destination: str | os.PathLike[str] | IO[bytes],
+    *,
+    source_lang: str,
+    target_lang: str,
+    segments: Iterable[SegmentLike],
+    tool: ToolInfo | None = None,
+) -> int:
+    """Write a TMX file (path or binary stream) one <tu> at a time; returns the number written.
+
+    A path is written to a temporary file next to it and renamed at the end, so a failed export
+    never leaves a half-written file under the final name.
+    """
+    chunks = _Chunks()
+    if isinstance(destination, str | os.PathLike):
+        final = os.fspath(destination)
+        partial = final + ".partial"
+        try:
+            with open(partial, "wb") as out:
+                for chunk in iter_tmx(
+                    source_lang=source_lang,
+                    target_lang=target_lang,
+                    segments=segments,
+                    tool=tool,
+                    counter=chunks,
+                ):
+                    out.write(chunk)
+            os.replace(partial, final)
+        finally:
+            if os.path.exists(partial):
+                os.unlink(partial)
+    else:
+        for chunk in iter_tmx(
+            source_lang=source_lang,
+            target_lang=target_lang,
+            segments=segments,
+            tool=tool,
+            counter=chunks,
+        ):
+            destination.write(chunk)
+    return chunks.units
+
+
+def iter_tmx(
+    *,
+    source_lang: str,
+    target_lang: str,
+    segments: Iterable[SegmentLike],
+    tool: ToolInfo | None = None,
+    counter: _Chunks | None = None,
+) -> Iterator[bytes]:
+    """The TMX document as a stream of byte chunks (for a streamed HTTP response)."""
+    tool = tool or ToolInfo()
+    sink = counter or _Chunks()
+    sink.write(b'<?xml version="1.0" encoding="UTF-8"?>\n')
+    with etree.xmlfile(sink, encoding="utf-8") as xf, xf.element("tmx", version="1.4"):
+        xf.write("\n  ")
+        header = etree.Element(
+            "header",
+            creationtool=tool.name,
+            creationtoolversion=tool.version,
+            segtype="sentence",
+            **{"o-tmf": tool.name},
+            adminlang="en",
+            srclang=source_lang,
+            datatype="plaintext",
+            creationdate=datetime.now(UTC).strftime(TMX_DATE_FORMAT),
+        )
+        xf.write(header)
+        xf.write("\n  ")
+        with xf.element("body"):
+            for segment in segments:
+                xf.write("\n    ")
+                xf.write(_tu_element(segment, source_lang, target_lang))
+                sink.units += 1
+                if sink.units % FLUSH_EVERY == 0:
+                    xf.flush()
+                    yield from sink.drain()
+            xf.write("\n  ")
+        xf.write("\n")
+    sink.write(b"\n")
+    yield from sink.drain()
+
+
+class _Chunks:
+    """A write() target that collects bytes until the generator hands them on."""
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+        self.units = 0
+
+    def write(self, data: bytes) -> None:
+        self.parts.append(data)
+
+    def drain(self) -> Iterator[bytes]:
+        if self.parts:
+            data = b"".join(self.parts)
+            self.parts.clear()
+            yield data
+
+
+def _tu_element(segment: SegmentLike, source_lang: str, target_lang: str) -> Any:
+    tu = etree.Element("tu")
+    try:
+        _fill_tu(tu, segment, source_lang, target_lang)
+    except ValueError as exc:  # lxml refuses control characters that XML cannot carry
+        where = f"segment with tuid {segment.tuid!r}" if segment.tuid else "a segment"
+        raise InvalidInput(f"cannot export {where} as TMX: {exc}") from None
+    return tu
+
+
+def _fill_tu(tu: Any, segment: SegmentLike, source_lang: str, target_lang: str) -> None:
+    if segment.tuid is not None:
+        tu.set("tuid", segment.tuid)
+    _set_date(tu, "creationdate", segment.created_at)
+    if segment.created_by:
+        tu.set("creationid", segment.created_by)
+    _set_date(tu, "changedate", segment.changed_at)
+    if segment.changed_by:
+        tu.set("changeid", segment.changed_by)
+    if segment.usage_count:
+        tu.set("usagecount", str(segment.usage_count))
+
+    props = dict(segment.props or {})
+    tu_meta = {k: v for k, v in props.items() if not k.startswith((SOURCE_PREFIX, TARGET_PREFIX))}
+    if segment.context is not None and segment.context != context_from_props(tu_meta):
+        _add_meta(tu, "x-context", segment.context)
+    for key, value in tu_meta.items():
+        _add_meta(tu, key, value)
+    _add_tuv(tu, source_lang, segment.source, segment.source_markup, props, SOURCE_PREFIX)
+    _add_tuv(tu, target_lang, segment.target, segment.target_markup, props, TARGET_PREFIX)
+    tu.text = "\n      "
+    tu[-1].tail = "\n    "
+
+
+def _add_tuv(
+    tu: Any, lang: str, text: str, markup: str | None, props: dict[str, str], prefix: str
+) -> None:
+    tuv = etree.SubElement(tu, "tuv", {XML_LANG: lang})
+    for key, value in props.items():
+        if key.startswith(prefix):
+            _add_meta(tuv, key[len(prefix) :], value)
+    tuv.append(_seg_element(text, markup))
+    tuv.tail = "\n      "
+
+
+def _seg_element(text: str, markup: str | None) -> Any:
+    """The <seg>, with its inline markup restored when that markup still matches the text.
+
+    Markup whose plain text differs from `text` is stale (the text was edited after import) and is
+    dropped rather than exported with the wrong words.
+    """
+    if markup:
+        try:
+            seg = parse_markup(markup)
+        except InlineMarkupError:
+            seg = None
+        if seg is not None and plain_text(seg) == text:
+            return seg
+    seg = etree.Element("seg")
+    seg.text = text
+    return seg
+
+
+def _add_meta(parent: Any, key: str, value: str) -> None:
+    if key == "note":
+        element = etree.SubElement(parent, "note")
+    else:
+        element = etree.SubElement(parent, "prop", type=key)
+    element.text = value
+    element.tail = "\n      "
+
+
+def _set_date(tu: Any, name: str, value: datetime | None) -> None:
+    if value is None:
+        return
+    if value.tzinfo is not None:
+        value = value.astimezone(UTC)
+    tu.set(name, value.strftime(TMX_DATE_FORMAT))
