@@ -1,1 +1,133 @@
 """Root fixtures. Area fixtures live in each tests/<area>/conftest.py."""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+# A random-weight model is enough to exercise loading, conversion and decoding mechanics; its
+# output is deterministic but meaningless. The real demo model is tested in tests/model/.
+_TINY_EN = (
+    "click open the menu file save window dialog select table cell text page insert format "
+    "tools edit view help document choose button spreadsheet chart style paragraph font "
+    "column row sheet range value number date time print export import options settings "
+    "properties new name"
+)
+_TINY_DE = (
+    "klicken öffnen das menü datei speichern fenster dialog auswählen tabelle zelle text "
+    "seite einfügen format extras bearbeiten ansicht hilfe dokument wählen schaltfläche "
+    "diagramm vorlage absatz schriftart spalte zeile bereich wert zahl datum uhrzeit drucken "
+    "exportieren optionen einstellungen eigenschaften größe über für neu"
+)
+
+
+def _tiny_corpus(seed: int = 7, pairs: int = 400) -> list[str]:
+    rng = random.Random(seed)
+    lines = []
+    for _ in range(pairs):
+        for vocabulary in (_TINY_EN, _TINY_DE):
+            words = vocabulary.split()
+            n = rng.randint(3, 12)
+            lines.append(" ".join(rng.choice(words) for _ in range(n)).capitalize() + ".")
+    return lines
+
+
+def _train_tiny_spm(lines: list[str]) -> bytes:
+    import sentencepiece as spm
+
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(lines),
+        model_writer=model,
+        vocab_size=256,
+        hard_vocab_limit=False,
+        model_type="unigram",
+        unk_id=0,
+        eos_id=1,
+        bos_id=-1,
+        pad_id=-1,
+        character_coverage=1.0,
+        num_threads=1,
+        minloglevel=2,
+    )
+    return model.getvalue()
+
+
+@pytest.fixture(scope="session")
+def tiny_marian_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A transformers MarianMTModel directory like an OPUS-MT download.
+
+    2+2 layers, d_model 64, random weights (seed 0), source.spm = target.spm (one joint
+    SentencePiece model) and vocab.json.
+    """
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    import sentencepiece as spm
+
+    out = tmp_path_factory.mktemp("tiny-marian")
+    spm_bytes = _train_tiny_spm(_tiny_corpus())
+    (out / "source.spm").write_bytes(spm_bytes)
+    (out / "target.spm").write_bytes(spm_bytes)
+    processor = spm.SentencePieceProcessor(model_proto=spm_bytes)
+    vocab = {processor.id_to_piece(i): i for i in range(processor.get_piece_size())}
+    vocab["<pad>"] = len(vocab)  # Marian keeps <pad> last; CTranslate2 drops it
+    (out / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+    tokenizer = transformers.MarianTokenizer(
+        str(out / "source.spm"),
+        str(out / "target.spm"),
+        str(out / "vocab.json"),
+        source_lang="en",
+        target_lang="de",
+    )
+    tokenizer.save_pretrained(out)
+    config = transformers.MarianConfig(
+        vocab_size=len(vocab),
+        d_model=64,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_attention_heads=4,
+        decoder_attention_heads=4,
+        encoder_ffn_dim=128,
+        decoder_ffn_dim=128,
+        max_position_embeddings=256,
+        pad_token_id=vocab["<pad>"],
+        eos_token_id=vocab["</s>"],
+        decoder_start_token_id=vocab["<pad>"],
+        forced_eos_token_id=vocab["</s>"],
+    )
+    torch.manual_seed(0)
+    model = transformers.MarianMTModel(config).eval()
+    model.save_pretrained(out)
+    return out
+
+
+@pytest.fixture(scope="session")
+def tiny_bundle_dir(tiny_marian_checkpoint: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny checkpoint converted (float32) into an en->de bundle directory by `convert`."""
+    from tm_guide.model.convert import ConvertOptions, convert_checkpoint
+
+    out = tmp_path_factory.mktemp("tiny-bundle") / "tiny-en-de"
+    return convert_checkpoint(
+        ConvertOptions(
+            source_format="transformers",
+            checkpoint=tiny_marian_checkpoint,
+            output_dir=out,
+            source_lang="en",
+            target_lang="de",
+            quantization="float32",
+            name="tiny-en-de",
+            training_data="random weights (test fixture)",
+        )
+    )
+
+
+@pytest.fixture(scope="session")
+def tiny_bundle(tiny_bundle_dir: Path):  # -> tm_guide.model.Bundle
+    """A loaded tiny bundle (CPU, one thread); shared by the whole session, so do not modify it."""
+    from tm_guide.model import Bundle
+
+    return Bundle.load(tiny_bundle_dir, device="cpu", intra_threads=1)

@@ -1,0 +1,54 @@
+"""Loading a bundle and translating with it, as the engine and the CLI do."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tm_guide.errors import ModelError
+from tm_guide.model import Bundle
+
+
+def test_tiny_bundle_translates_to_strings_deterministically(tiny_bundle: Bundle) -> None:
+    sources = ["Click the menu.", "Open a new spreadsheet and choose the font."]
+    batch = [tiny_bundle.source_input(tiny_bundle.encode_source(s)) for s in sources]
+    assert all(tokens[-1] == "</s>" for tokens in batch)  # Marian was trained with source </s>
+
+    first = tiny_bundle.translator.translate_batch(batch, beam_size=2, max_decoding_length=12)
+    second = tiny_bundle.translator.translate_batch(batch, beam_size=2, max_decoding_length=12)
+    texts = [tiny_bundle.decode_target(r.hypotheses[0]) for r in first]
+    assert all(isinstance(t, str) and t for t in texts)
+    assert [r.hypotheses[0] for r in first] == [r.hypotheses[0] for r in second]
+
+    scored = tiny_bundle.translator.score_batch(batch, [r.hypotheses[0] for r in first])
+    for result, hypothesis in zip(scored, first, strict=True):
+        assert len(result.log_probs) == len(hypothesis.hypotheses[0]) + 1  # + P(</s>)
+        assert all(lp <= 0.0 for lp in result.log_probs)
+
+
+def test_card_describes_the_bundle(tiny_bundle: Bundle) -> None:
+    card = tiny_bundle.card
+    assert (card.source_lang, card.target_lang) == ("en", "de")
+    assert card.architecture == "MarianMTModel"
+    assert card.add_source_eos is True
+    assert {"model.bin", "config.json", "source.spm", "target.spm"} <= set(card.files)
+
+
+def test_encode_decode_round_trip(tiny_bundle: Bundle) -> None:
+    text = "Klicken Sie auf die Schaltfläche."
+    pieces = tiny_bundle.encode_target(text)
+    assert "</s>" not in tiny_bundle.encode_source(text)
+    assert tiny_bundle.decode_target(pieces + ["</s>"]) == text
+
+
+def test_tokenizer_id_is_stable_across_loads(tiny_bundle: Bundle, tiny_bundle_dir: Path) -> None:
+    again = Bundle.load(tiny_bundle_dir, intra_threads=1)
+    assert again.tokenizer_id == tiny_bundle.tokenizer_id
+    assert tiny_bundle.tokenizer_id.startswith("spm:")
+
+
+def test_language_pair_mismatch_is_refused(tiny_bundle: Bundle) -> None:
+    tiny_bundle.require_languages("en-US", "de_DE")
+    with pytest.raises(ModelError, match="en->de, not en->fr"):
+        tiny_bundle.require_languages("en", "fr")

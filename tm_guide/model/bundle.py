@@ -1,0 +1,275 @@
+"""A model bundle: a CTranslate2 model, its SentencePiece models and its card, checked before use.
+
+A bundle is a directory (or an archive written by `tm-guide model export`) holding model.bin,
+config.json, the CTranslate2 vocabulary file(s), source.spm, target.spm and model_card.json.
+Loading verifies every checksum listed in the card and that the SentencePiece models belong to the
+vocabularies, so a damaged or mixed-up bundle fails at start-up with a message naming the file,
+instead of producing silent garbage translations later.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+import ctranslate2
+import sentencepiece as spm
+
+from tm_guide.errors import ModelError
+from tm_guide.model.card import CARD_FILE, ModelCard, sha256_file
+
+SOURCE_SPM = "source.spm"
+TARGET_SPM = "target.spm"
+EOS = "</s>"
+REQUIRED_FILES = ("model.bin", "config.json", SOURCE_SPM, TARGET_SPM)
+_VOCAB_STEMS = ("shared_vocabulary", "source_vocabulary", "target_vocabulary")
+_DEVICES = ("cpu", "cuda", "auto")
+
+
+@dataclass(frozen=True)
+class Vocabularies:
+    """The CTranslate2 vocabularies of a bundle (the same list twice for a shared vocabulary)."""
+
+    source: list[str]
+    target: list[str]
+    source_file: str
+    target_file: str
+
+
+class Bundle:
+    """A loaded, verified model bundle. Build it with `Bundle.load`."""
+
+    def __init__(
+        self,
+        path: Path,
+        card: ModelCard,
+        translator: ctranslate2.Translator,
+        source_sp: spm.SentencePieceProcessor,
+        target_sp: spm.SentencePieceProcessor,
+        vocabularies: Vocabularies,
+    ) -> None:
+        self.path = path
+        self.card = card
+        self.translator = translator
+        self.source_sp = source_sp
+        self.target_sp = target_sp
+        self.vocabularies = vocabularies
+
+    @classmethod
+    def load(
+        cls,
+        path: Path | str,
+        device: str = "cpu",
+        compute_type: str = "default",
+        *,
+        intra_threads: int = 0,
+    ) -> Bundle:
+        """Verify and load a bundle directory or archive; raise ModelError naming what is wrong.
+
+        device is cpu, cuda or auto (cuda when a GPU is visible); intra_threads=0 lets CTranslate2
+        choose.
+        """
+        path = Path(path)
+        if not path.exists():
+            raise ModelError(f"{path}: model bundle not found")
+        if path.is_file():
+            from tm_guide.model.archive import unpack_archive
+
+            path = unpack_archive(path)
+        card = ModelCard.read(path)
+        verify_files(path, card)
+        vocabularies = read_vocabularies(path)
+        source_sp = load_spm(path / SOURCE_SPM)
+        target_sp = load_spm(path / TARGET_SPM)
+        check_pieces_in_vocabulary(
+            source_sp, vocabularies.source, SOURCE_SPM, vocabularies.source_file
+        )
+        check_pieces_in_vocabulary(
+            target_sp, vocabularies.target, TARGET_SPM, vocabularies.target_file
+        )
+        _check_config(path)
+        try:
+            translator = ctranslate2.Translator(
+                str(path),
+                device=resolve_device(device),
+                compute_type=compute_type,
+                intra_threads=intra_threads,
+            )
+        except (RuntimeError, ValueError) as exc:
+            raise ModelError(
+                f"{path / 'model.bin'}: CTranslate2 cannot load the model ({exc})"
+            ) from exc
+        return cls(path, card, translator, source_sp, target_sp, vocabularies)
+
+    def encode_source(self, text: str) -> list[str]:
+        """Source subword pieces, WITHOUT `</s>` (see `source_input`)."""
+        return list(self.source_sp.encode(text, out_type=str))
+
+    def encode_target(self, text: str) -> list[str]:
+        return list(self.target_sp.encode(text, out_type=str))
+
+    def decode_target(self, tokens: Sequence[str]) -> str:
+        """Detokenize target pieces; end-of-sentence or padding tokens, if any, are dropped."""
+        return str(self.target_sp.decode_pieces([t for t in tokens if t not in (EOS, "<pad>")]))
+
+    def source_input(self, pieces: Sequence[str]) -> list[str]:
+        """The tokens to pass to translator.translate_batch/score_batch for these source pieces.
+
+        Appends `</s>` when the model was trained with it (card.add_source_eos), so no caller has to
+        know how the model was converted.
+        """
+        tokens = list(pieces)
+        if self.card.add_source_eos and (not tokens or tokens[-1] != EOS):
+            tokens.append(EOS)
+        return tokens
+
+    def require_languages(self, source_lang: str, target_lang: str) -> None:
+        """Refuse a translation memory whose language pair is not the model's (en-US matches en)."""
+        if not (
+            same_language(source_lang, self.card.source_lang)
+            and same_language(target_lang, self.card.target_lang)
+        ):
+            raise ModelError(
+                f"{self.path / CARD_FILE}: the model translates "
+                f"{self.card.source_lang}->{self.card.target_lang}, "
+                f"not {source_lang}->{target_lang}"
+            )
+
+    @cached_property
+    def tokenizer_id(self) -> str:
+        """Stable id of the two SentencePiece models; stored alignments are only valid for it."""
+        digest = hashlib.sha256()
+        for name in (SOURCE_SPM, TARGET_SPM):
+            digest.update(sha256_file(self.path / name).encode("ascii") + b"|")
+        return "spm:" + digest.hexdigest()[:16]
+
+    def __repr__(self) -> str:
+        return (
+            f"Bundle({self.card.name!r}, {self.card.source_lang}->{self.card.target_lang}, "
+            f"path={str(self.path)!r})"
+        )
+
+
+def resolve_device(device: str) -> str:
+    if device not in _DEVICES:
+        raise ModelError(f"device must be one of {', '.join(_DEVICES)}, not {device!r}")
+    if device == "auto":
+        return "cuda" if ctranslate2.get_cuda_device_count() > 0 else "cpu"
+    return device
+
+
+def same_language(a: str, b: str) -> bool:
+    """Compare primary language subtags: en, en-US and en_GB are all English."""
+    return a.replace("_", "-").split("-")[0].lower() == b.replace("_", "-").split("-")[0].lower()
+
+
+def verify_files(bundle_dir: Path, card: ModelCard) -> None:
+    """Every required file exists and every file listed in the card has its recorded sha256."""
+    for name in REQUIRED_FILES:
+        if not (bundle_dir / name).is_file():
+            raise ModelError(f"{bundle_dir / name}: missing from the model bundle")
+    for name in REQUIRED_FILES:
+        if name not in card.files:
+            raise ModelError(f"{bundle_dir / CARD_FILE}: no checksum recorded for {name}")
+    for name, expected in sorted(card.files.items()):
+        file_path = bundle_dir / name
+        if not file_path.is_file():
+            raise ModelError(f"{file_path}: missing from the model bundle (listed in {CARD_FILE})")
+        actual = sha256_file(file_path)
+        if actual != expected.lower():
+            raise ModelError(
+                f"{file_path}: checksum mismatch (sha256 {actual}, {CARD_FILE} says {expected}); "
+                "the file is corrupted or was replaced"
+            )
+
+
+def read_vocabularies(bundle_dir: Path) -> Vocabularies:
+    """Read the CTranslate2 vocabulary file(s): *_vocabulary.json (CTranslate2 >= 3) or .txt."""
+    found = {stem: _find_vocabulary_file(bundle_dir, stem) for stem in _VOCAB_STEMS}
+    shared = found["shared_vocabulary"]
+    if shared is not None:
+        tokens = _read_vocabulary_file(shared)
+        return Vocabularies(tokens, tokens, shared.name, shared.name)
+    source, target = found["source_vocabulary"], found["target_vocabulary"]
+    if source is None or target is None:
+        raise ModelError(
+            f"{bundle_dir}: no CTranslate2 vocabulary (shared_vocabulary.json, or "
+            "source_vocabulary.json and target_vocabulary.json)"
+        )
+    return Vocabularies(
+        _read_vocabulary_file(source), _read_vocabulary_file(target), source.name, target.name
+    )
+
+
+def _find_vocabulary_file(bundle_dir: Path, stem: str) -> Path | None:
+    for suffix in (".json", ".txt"):
+        candidate = bundle_dir / (stem + suffix)
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _read_vocabulary_file(path: Path) -> list[str]:
+    try:
+        if path.suffix == ".json":
+            tokens = json.loads(path.read_text(encoding="utf-8"))
+            if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
+                raise ModelError(f"{path}: expected a JSON list of token strings")
+            return tokens
+        return path.read_text(encoding="utf-8").splitlines()
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ModelError(f"{path}: unreadable vocabulary ({exc})") from exc
+
+
+def load_spm(path: Path) -> spm.SentencePieceProcessor:
+    processor = spm.SentencePieceProcessor()
+    try:
+        processor.Load(model_proto=path.read_bytes())
+    except (RuntimeError, OSError) as exc:
+        raise ModelError(f"{path}: not a valid SentencePiece model ({exc})") from exc
+    return processor
+
+
+def check_pieces_in_vocabulary(
+    processor: spm.SentencePieceProcessor, vocabulary: Sequence[str], spm_name: str, vocab_name: str
+) -> None:
+    """Every normal piece the SentencePiece model can produce must be a token of the model.
+
+    A SentencePiece model from another training run shares few pieces with the vocabulary; its
+    pieces would all become <unk> and the translations garbage.
+    """
+    known = set(vocabulary)
+    pieces = [
+        processor.id_to_piece(i)
+        for i in range(processor.get_piece_size())
+        if not (processor.is_control(i) or processor.is_unknown(i) or processor.is_unused(i))
+    ]
+    missing = [p for p in pieces if p not in known]
+    if missing:
+        examples = ", ".join(repr(p) for p in missing[:5])
+        raise ModelError(
+            f"{spm_name}: vocabulary size mismatch: the SentencePiece model has "
+            f"{len(pieces)} pieces, "
+            f"{len(missing)} of them are not among the {len(vocabulary)} tokens of {vocab_name} "
+            f"(e.g. {examples}); the SentencePiece model does not belong to this model"
+        )
+
+
+def _check_config(bundle_dir: Path) -> None:
+    """The bundle's config.json must leave source EOS to us (see ModelCard.add_source_eos)."""
+    path = bundle_dir / "config.json"
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ModelError(f"{path}: invalid JSON ({exc})") from exc
+    if not isinstance(config, dict):
+        raise ModelError(f"{path}: expected a JSON object")
+    if config.get("add_source_eos"):
+        raise ModelError(
+            f"{path}: add_source_eos is true; a bundle sets it false and records it in {CARD_FILE} "
+            "instead (re-create the bundle with `tm-guide model convert`)"
+        )

@@ -1,0 +1,136 @@
+"""The model card (model_card.json): what a bundle is, what it was trained on, its checksums."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from tm_guide.errors import ModelError
+
+CARD_FILE = "model_card.json"
+_HASH_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """Scores of the unguided model on a held-out test set (None when not measured)."""
+
+    bleu: float | None = None
+    chrf: float | None = None
+    test_set: str = ""
+
+
+@dataclass(frozen=True)
+class ModelCard:
+    """Everything a user needs to know about a bundle before trusting its output.
+
+    add_source_eos: True when the caller must append `</s>` to the source pieces before handing
+    them to CTranslate2 (Marian/fairseq models were trained with it; CTranslate2 itself adds
+    nothing because every bundle's config.json says add_source_eos=false).
+    `Bundle.source_input` applies it.
+    """
+
+    name: str
+    source_lang: str
+    target_lang: str
+    architecture: str = ""
+    quantization: str = ""
+    add_source_eos: bool = False
+    ctranslate2_version: str = ""
+    training_data: Any = ""
+    metrics: Metrics = field(default_factory=Metrics)
+    files: dict[str, str] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: Any, where: str = CARD_FILE) -> ModelCard:
+        """Build a card from parsed JSON; a missing or mistyped field is named in the error."""
+        if not isinstance(data, dict):
+            raise ModelError(f"{where}: expected a JSON object, got {type(data).__name__}")
+        for name in ("name", "source_lang", "target_lang"):
+            value = data.get(name)
+            if not isinstance(value, str) or not value.strip():
+                raise ModelError(f"{where}: field {name!r} is missing or not a non-empty string")
+        if not isinstance(data.get("add_source_eos", False), bool):
+            raise ModelError(f"{where}: field 'add_source_eos' must be true or false")
+        files = data.get("files", {})
+        if not isinstance(files, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in files.items()
+        ):
+            raise ModelError(f"{where}: field 'files' must map file names to sha256 strings")
+        metrics = data.get("metrics") or {}
+        if not isinstance(metrics, dict):
+            raise ModelError(f"{where}: field 'metrics' must be an object")
+        known = {f.name for f in fields(cls)} - {"extra"}
+        return cls(
+            name=data["name"],
+            source_lang=data["source_lang"],
+            target_lang=data["target_lang"],
+            architecture=str(data.get("architecture", "")),
+            quantization=str(data.get("quantization", "")),
+            add_source_eos=bool(data.get("add_source_eos", False)),
+            ctranslate2_version=str(data.get("ctranslate2_version", "")),
+            training_data=data.get("training_data", ""),
+            metrics=Metrics(
+                bleu=_optional_float(metrics.get("bleu"), f"{where}: metrics.bleu"),
+                chrf=_optional_float(metrics.get("chrf"), f"{where}: metrics.chrf"),
+                test_set=str(metrics.get("test_set", "") or ""),
+            ),
+            files=dict(files),
+            extra={k: v for k, v in data.items() if k not in known},
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        extra = data.pop("extra")
+        data.update(extra)
+        return data
+
+    @classmethod
+    def read(cls, bundle_dir: Path) -> ModelCard:
+        path = bundle_dir / CARD_FILE
+        if not path.is_file():
+            raise ModelError(f"{path}: missing; a model bundle needs a {CARD_FILE}")
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except UnicodeDecodeError as exc:
+            raise ModelError(f"{path}: not UTF-8 text ({exc})") from exc
+        except json.JSONDecodeError as exc:
+            raise ModelError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg})") from exc
+        return cls.from_dict(data, where=str(path))
+
+    def write(self, bundle_dir: Path) -> Path:
+        path = bundle_dir / CARD_FILE
+        path.write_text(
+            json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
+        return path
+
+
+def _optional_float(value: Any, where: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ModelError(f"{where}: expected a number, got {value!r}")
+    return float(value)
+
+
+def sha256_file(path: Path) -> str:
+    """Hex sha256 of a file, read in chunks so large model.bin files need little memory."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(_HASH_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def checksum_files(bundle_dir: Path) -> dict[str, str]:
+    """sha256 of every file of a bundle except the card itself (which holds the result)."""
+    return {
+        path.relative_to(bundle_dir).as_posix(): sha256_file(path)
+        for path in sorted(bundle_dir.rglob("*"))
+        if path.is_file() and path.name != CARD_FILE
+    }
