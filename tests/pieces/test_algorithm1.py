@@ -1,0 +1,127 @@
+"""Invariants of Algorithm 1 and eq. 8/9 on random aligned pairs."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tm_guide.pieces.collect import AlignedPair, PieceTable, collect_ngrams, pair_pieces
+
+WORDS = st.sampled_from([f"w{i}" for i in range(12)])
+OTHER_WORDS = st.sampled_from([f"v{i}" for i in range(12)])
+
+
+@st.composite
+def aligned_pairs(draw, source_words=WORDS):  # type: ignore[no-untyped-def]
+    source = draw(st.lists(source_words, min_size=1, max_size=12))
+    target = draw(st.lists(st.sampled_from([f"t{i}" for i in range(8)]), min_size=1, max_size=12))
+    links = draw(
+        st.sets(
+            st.tuples(st.integers(0, len(source) - 1), st.integers(0, len(target) - 1)),
+            max_size=20,
+        )
+    )
+    return AlignedPair.build(7, source, target, sorted(links))
+
+
+def all_ngrams(tokens, max_n=4):  # type: ignore[no-untyped-def]
+    return {
+        tuple(tokens[i : j + 1])
+        for i in range(len(tokens))
+        for j in range(i, min(len(tokens), i + max_n))
+    }
+
+
+@given(aligned_pairs())
+def test_identical_source_yields_every_target_ngram_with_score_1(pair: AlignedPair) -> None:
+    comparison, pieces = pair_pieces(list(pair.source), pair)
+    assert comparison.similarity == 1.0
+    assert pieces == all_ngrams(pair.target)
+
+
+@given(aligned_pairs(), st.lists(OTHER_WORDS, min_size=1, max_size=12))
+def test_pair_sharing_no_token_yields_nothing(pair: AlignedPair, query: list[str]) -> None:
+    comparison, pieces = pair_pieces(query, pair)
+    assert comparison.similarity == 0.0
+    assert comparison.unedited == 0
+    assert pieces == set()
+
+
+@given(aligned_pairs(), st.lists(WORDS, min_size=1, max_size=12))
+def test_pieces_never_cross_an_edited_alignment(pair: AlignedPair, query: list[str]) -> None:
+    comparison, pieces = pair_pieces(query, pair)
+    assert 0.0 <= comparison.similarity <= 1.0
+    edited = ~comparison.unedited
+    target = pair.target
+    for piece in pieces:
+        n = len(piece)
+        assert 1 <= n <= 4
+        # the piece occurs at some start position where no token links to an edited source word
+        assert any(
+            target[i : i + n] == piece
+            and all(pair.target_links[k] & edited == 0 for k in range(i, i + n))
+            for i in range(len(target) - n + 1)
+        )
+
+
+@given(aligned_pairs(), st.lists(WORDS, min_size=1, max_size=12))
+def test_unaligned_target_tokens_do_not_stop_a_piece(pair: AlignedPair, query: list[str]) -> None:
+    """Algorithm 1 breaks only on a link to an edited source word: every maximal run of target
+    tokens without such a link is collected whole (up to 4 tokens), unaligned tokens included."""
+    comparison, pieces = pair_pieces(query, pair)
+    if comparison.unedited == 0:
+        return
+    expected = set()
+    run: list[str] = []
+    for token, links in zip(pair.target, pair.target_links, strict=True):
+        if links & ~comparison.unedited:
+            expected |= all_ngrams(run)
+            run = []
+        else:
+            run.append(token)
+    expected |= all_ngrams(run)
+    assert pieces == expected
+
+
+def test_algorithm_1_alone_collects_wholly_unaligned_ngrams() -> None:
+    """Without the empty-W^m rule, Algorithm 1 keeps n-grams whose tokens have no link at all."""
+    ngrams = set(collect_ngrams(["a", "b", "c"], [1, 0, 0], unedited=0))
+    assert ngrams == {("b",), ("c",), ("b", "c")}
+
+
+@settings(max_examples=50)
+@given(st.lists(aligned_pairs(), min_size=1, max_size=6), st.lists(WORDS, min_size=1, max_size=10))
+def test_scores_are_the_best_similarity_of_the_yielding_pairs(
+    pairs: list[AlignedPair], query: list[str]
+) -> None:
+    table = PieceTable()
+    per_pair = []
+    for index, pair in enumerate(pairs):
+        pair = AlignedPair(index, pair.source, pair.target, pair.target_links)
+        comparison, pieces = pair_pieces(query, pair)
+        per_pair.append((comparison.similarity, pieces, index))
+        table.add(pieces, comparison.similarity, index)
+    for ngram, score in table.scores.items():
+        yielding = [(sim, idx) for sim, pieces, idx in per_pair if ngram in pieces]
+        assert 0.0 <= score <= 1.0
+        assert score == max(sim for sim, _ in yielding)
+        assert table.provenance[ngram] == [idx for _, idx in yielding]
+    assert table.unigrams() == {ngram[0] for ngram in table.scores if len(ngram) == 1}
+    assert all(token in table.unigrams() for ngram in table.scores for token in ngram)
+
+
+def test_min_similarity_drops_weak_pairs() -> None:
+    pair = AlignedPair.build(
+        1, ["a", "b", "c", "d"], ["A", "B", "C", "D"], [(i, i) for i in range(4)]
+    )
+    comparison, pieces = pair_pieces(["a", "x", "y", "z"], pair, min_similarity=0.5)
+    assert comparison.similarity == 0.25 and pieces == set()
+    _, pieces = pair_pieces(["a", "x", "y", "z"], pair, min_similarity=0.25)
+    assert pieces == {("A",)}
+
+
+def test_alignment_outside_the_sentence_is_rejected() -> None:
+    import pytest
+
+    with pytest.raises(ValueError, match="segment 3: alignment link 2-0"):
+        AlignedPair.build(3, ["a", "b"], ["A"], [(2, 0)])

@@ -1,0 +1,172 @@
+"""Translation pieces for an input sentence (paper section 3.1): retrieve, compare, collect, score.
+
+For X: the top-M TM pairs by BM25 over the source text; for each, the token edit script from X to
+X^m gives eq. 9's similarity and the unedited positions W^m; Algorithm 1 collects the target n-grams
+whose aligned source tokens all lie in W^m; eq. 8 scores each n-gram by the best similarity among
+the pairs that yield it. The result (L_X, D_X, provenance) is what guided decoding consumes.
+
+One rule beyond Algorithm 1 as printed: a pair with no unedited source token (W^m empty, so it
+shares nothing usable with X) yields no pieces. Algorithm 1 alone would still collect the n-grams
+made only of unaligned target tokens of such a pair; they carry no evidence about X (their eq. 9
+score is 0 when the pair shares no token) and, under the 1/0 reward, would be rewarded like real
+matches.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tm_guide.errors import InvalidInput
+from tm_guide.pieces.align import MemoryAligner
+from tm_guide.pieces.collect import AlignedPair, PieceTable, compare, select_pieces
+from tm_guide.pieces.tokenizer import Tokenizer, tokens_to_text
+
+MAX_RETRIEVAL = 100
+Ngram = tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class PieceOptions:
+    """m: TM pairs retrieved (1..100); min_similarity: pairs below this eq. 9 similarity are
+    ignored; binary_reward: every piece scores 1 (the paper's 1/0 variant, section 4);
+    max_n: longest piece (the paper uses 4)."""
+
+    m: int = 10
+    min_similarity: float = 0.0
+    binary_reward: bool = False
+    max_n: int = 4
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.m <= MAX_RETRIEVAL:
+            raise InvalidInput(f"m must be between 1 and {MAX_RETRIEVAL}, not {self.m}", field="m")
+        if not 0.0 <= self.min_similarity <= 1.0:
+            raise InvalidInput(
+                f"min_similarity must be between 0 and 1, not {self.min_similarity}",
+                field="min_similarity",
+            )
+        if self.max_n < 1:
+            raise InvalidInput(f"max_n must be at least 1, not {self.max_n}", field="max_n")
+
+
+@dataclass
+class FuzzyMatch:
+    """One retrieved TM pair and how it compares with the input."""
+
+    segment: Any
+    similarity: float  # eq. 9 on tokens
+    edit_distance: int
+    retrieval_score: float  # BM25
+    pieces: int  # n-grams this pair yielded (0 when below min_similarity)
+
+
+@dataclass
+class TranslationPieces:
+    """G_X for one input: L_X (unigrams), D_X (n-gram -> eq. 8 score) and each piece's origin."""
+
+    tokens: list[str]
+    unigrams: frozenset[str] = frozenset()
+    ngrams: dict[Ngram, float] = field(default_factory=dict)
+    provenance: dict[Ngram, list[int]] = field(default_factory=dict)
+    matches: list[FuzzyMatch] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per stage
+
+    def __bool__(self) -> bool:
+        return bool(self.ngrams)
+
+
+class PieceBuilder:
+    """Collects translation pieces from a store's memories for inputs tokenized like the TM."""
+
+    def __init__(
+        self,
+        store: Any,
+        tokenizer: Tokenizer,
+        options: PieceOptions | None = None,
+        aligner: MemoryAligner | None = None,
+    ) -> None:
+        self.store = store
+        self.tokenizer = tokenizer
+        self.options = options or PieceOptions()
+        self.aligner = aligner or MemoryAligner(store, tokenizer)
+
+    def collect(
+        self,
+        text_or_tokens: str | Sequence[str],
+        memory_ids: Sequence[int],
+        options: PieceOptions | None = None,
+    ) -> TranslationPieces:
+        """Pieces for one input: a plain string (tokenized with the source model) or its tokens."""
+        options = options or self.options
+        clock = time.perf_counter
+        started = clock()
+        if isinstance(text_or_tokens, str):
+            text = text_or_tokens
+            tokens = self.tokenizer.encode_source(text)
+        else:
+            tokens = list(text_or_tokens)
+            text = tokens_to_text(tokens)
+        result = TranslationPieces(tokens=tokens)
+        tokenized = clock()
+        hits = self.store.search(list(memory_ids), text, limit=options.m) if text.strip() else []
+        retrieved = clock()
+        pairs = self._aligned_pairs([hit.segment for hit in hits])
+        analysed = clock()
+
+        comparisons = [compare(tokens, pair.source) for pair in pairs]
+        compared = clock()
+
+        table = PieceTable()
+        for hit, pair, comparison in zip(hits, pairs, comparisons, strict=True):
+            ngrams = select_pieces(comparison, pair, options.max_n, options.min_similarity)
+            score = 1.0 if options.binary_reward else comparison.similarity
+            table.add(ngrams, score, pair.segment_id)
+            result.matches.append(
+                FuzzyMatch(
+                    segment=hit.segment,
+                    similarity=comparison.similarity,
+                    edit_distance=comparison.distance,
+                    retrieval_score=hit.score,
+                    pieces=len(ngrams),
+                )
+            )
+        result.ngrams = table.scores
+        result.provenance = table.provenance
+        result.unigrams = table.unigrams()
+        collected = clock()
+        result.timings = {
+            "tokenize": tokenized - started,
+            "retrieval": retrieved - tokenized,
+            "analysis": analysed - retrieved,
+            "edit_distance": compared - analysed,
+            "collection": collected - compared,
+            "total": collected - started,
+        }
+        return result
+
+    def _aligned_pairs(self, segments: Sequence[Any]) -> list[AlignedPair]:
+        """Parsed pairs for the retrieved segments; segments without a current alignment (new, or
+        analysed under another tokenizer) are aligned now, against their memory's priors."""
+        stale = [segment for segment in segments if not self.aligner.is_current(segment)]
+        fresh = self.aligner.align_segments(stale) if stale else {}
+        pairs = []
+        for segment in segments:
+            analysis = fresh.get(segment.id)
+            if analysis is not None:
+                pairs.append(
+                    AlignedPair.build(
+                        segment.id,
+                        analysis.source_tokens,
+                        analysis.target_tokens,
+                        analysis.alignment,
+                    )
+                )
+            else:
+                pairs.append(
+                    AlignedPair.build(
+                        segment.id, segment.source_tokens, segment.target_tokens, segment.alignment
+                    )
+                )
+        return pairs

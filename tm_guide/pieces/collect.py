@@ -1,0 +1,129 @@
+"""Algorithm 1 of Zhang et al. (2018) for one retrieved pair, with eq. 9 and the unedited words W^m.
+
+Kept free of storage and tokenization so that it can be tested on the paper's own example. Sets of
+source positions are Python ints used as bit masks: checking "every aligned source word of this
+target word is unedited" is then one AND per target word.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterator, Sequence
+from dataclasses import dataclass
+
+from rapidfuzz.distance import Levenshtein
+
+from tm_guide.similarity import similarity_from_distance
+
+Link = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class AlignedPair:
+    """A TM pair ready for Algorithm 1: tokens and, per target position, the mask of the source
+    positions aligned to it (0 for an unaligned target token)."""
+
+    segment_id: int
+    source: tuple[str, ...]
+    target: tuple[str, ...]
+    target_links: tuple[int, ...]
+
+    @classmethod
+    def build(
+        cls,
+        segment_id: int,
+        source: Sequence[str],
+        target: Sequence[str],
+        alignment: Sequence[Link] | Sequence[Sequence[int]],
+    ) -> AlignedPair:
+        masks = [0] * len(target)
+        for link in alignment:
+            s, t = int(link[0]), int(link[1])
+            if not (0 <= s < len(source) and 0 <= t < len(target)):
+                raise ValueError(
+                    f"segment {segment_id}: alignment link {s}-{t} outside "
+                    f"{len(source)} source x {len(target)} target tokens"
+                )
+            masks[t] |= 1 << s
+        return cls(segment_id, tuple(source), tuple(target), tuple(masks))
+
+
+@dataclass(frozen=True)
+class EditComparison:
+    """X against X^m: the edit distance, eq. 9, and W^m as a mask over X^m's positions."""
+
+    distance: int
+    similarity: float
+    unedited: int
+
+
+def compare(query: Sequence[Hashable], tm_source: Sequence[Hashable]) -> EditComparison:
+    """W^m = positions of X^m that the edit script from X to X^m leaves as they are."""
+    editops = Levenshtein.editops(query, tm_source)
+    unedited = (1 << len(tm_source)) - 1
+    for op in editops:
+        if op.tag != "delete":  # insert/replace touch X^m[dest_pos]; delete touches only X
+            unedited &= ~(1 << op.dest_pos)
+    distance = len(editops)
+    return EditComparison(
+        distance, similarity_from_distance(distance, len(query), len(tm_source)), unedited
+    )
+
+
+def collect_ngrams(
+    target: Sequence[str], target_links: Sequence[int], unedited: int, max_n: int = 4
+) -> Iterator[tuple[str, ...]]:
+    """Algorithm 1: for each start i, extend j while target word j has no alignment to an edited
+    source word (unaligned words do not stop it), up to max_n words."""
+    blocked = [mask & ~unedited != 0 for mask in target_links]
+    length = len(target)
+    for i in range(length):
+        stop = min(length, i + max_n)
+        for j in range(i, stop):
+            if blocked[j]:
+                break
+            yield tuple(target[i : j + 1])
+
+
+def pair_pieces(
+    query: Sequence[Hashable],
+    pair: AlignedPair,
+    max_n: int = 4,
+    min_similarity: float = 0.0,
+) -> tuple[EditComparison, set[tuple[str, ...]]]:
+    """G_X^m for one retrieved pair: `compare`, then `select_pieces`."""
+    comparison = compare(query, pair.source)
+    return comparison, select_pieces(comparison, pair, max_n, min_similarity)
+
+
+def select_pieces(
+    comparison: EditComparison, pair: AlignedPair, max_n: int = 4, min_similarity: float = 0.0
+) -> set[tuple[str, ...]]:
+    """Algorithm 1's n-grams, except that a pair below min_similarity, or with no unedited source
+    token (W^m empty: nothing of it matches X), yields none."""
+    if not comparison.unedited or comparison.similarity < min_similarity:
+        return set()
+    return set(collect_ngrams(pair.target, pair.target_links, comparison.unedited, max_n))
+
+
+class PieceTable:
+    """G_X, the union of the G_X^m (eq. 7); n-grams scored by eq. 8, with their source pairs."""
+
+    def __init__(self) -> None:
+        self.scores: dict[tuple[str, ...], float] = {}
+        self.provenance: dict[tuple[str, ...], list[int]] = {}
+
+    def add(self, ngrams: set[tuple[str, ...]], score: float, segment_id: int) -> None:
+        scores = self.scores
+        provenance = self.provenance
+        for ngram in ngrams:
+            if scores.get(ngram, -1.0) < score:
+                scores[ngram] = score
+            sources = provenance.get(ngram)
+            if sources is None:
+                provenance[ngram] = [segment_id]
+            elif segment_id not in sources:
+                sources.append(segment_id)
+
+    def unigrams(self) -> frozenset[str]:
+        """L_X: every token of a collected n-gram is itself a collected unigram."""
+        return frozenset(ngram[0] for ngram in self.scores if len(ngram) == 1)

@@ -1,0 +1,140 @@
+"""Alignment priors estimated from an aligned memory, so a new segment aligns like its memory.
+
+eflomal takes Dirichlet priors (lexical pair counts, HMM jump counts, fertility counts); with them a
+single sentence can be aligned on its own in milliseconds. The counts are those of eflomal's
+`calculate_priors`; we keep the lexical ones indexed by source word so that the priors for a small
+batch are picked without a pass over the whole table.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import eflomal
+
+from tm_guide.pieces.symmetrize import Link, format_links
+
+PriorsTuple = tuple[
+    list[tuple[str, str, float]],
+    dict[int, float],
+    dict[int, float],
+    list[tuple[str, int, float]],
+    list[tuple[str, int, float]],
+]
+
+
+@dataclass
+class AlignmentPriors:
+    lexical: dict[str, list[tuple[str, str, float]]] = field(default_factory=dict)
+    hmm_forward: dict[int, float] = field(default_factory=dict)
+    hmm_reverse: dict[int, float] = field(default_factory=dict)
+    fertility_forward: dict[str, list[tuple[str, int, float]]] = field(default_factory=dict)
+    fertility_reverse: dict[str, list[tuple[str, int, float]]] = field(default_factory=dict)
+    pairs: int = 0  # how many aligned pairs the counts come from
+
+    @classmethod
+    def estimate(
+        cls,
+        source: Iterable[Sequence[str]],
+        target: Iterable[Sequence[str]],
+        forward: Iterable[Sequence[Link]],
+        reverse: Iterable[Sequence[Link]],
+    ) -> AlignmentPriors:
+        """Counts from aligned pairs. With only a symmetrized alignment at hand, pass it as both
+        directions: the lexical and fertility counts are then those of the symmetrized links."""
+        src_lines: list[str] = []
+        trg_lines: list[str] = []
+        fwd_lines: list[str] = []
+        rev_lines: list[str] = []
+        for src, trg, fwd, rev in zip(source, target, forward, reverse, strict=True):
+            if not src or not trg:
+                continue
+            src_lines.append(" ".join(src))
+            trg_lines.append(" ".join(trg))
+            fwd_lines.append(format_links(fwd))
+            rev_lines.append(format_links(rev))
+        lex, hmmf, hmmr, ferf, ferr = eflomal.calculate_priors(
+            src_lines, trg_lines, fwd_lines, rev_lines
+        )
+        return cls.from_counts(lex, hmmf, hmmr, ferf, ferr, pairs=len(src_lines))
+
+    @classmethod
+    def from_counts(
+        cls,
+        lex: Counter,
+        hmmf: Counter,
+        hmmr: Counter,
+        ferf: Counter,
+        ferr: Counter,
+        pairs: int,
+    ) -> AlignmentPriors:
+        lexical: dict[str, list[tuple[str, str, float]]] = defaultdict(list)
+        for (src, trg), alpha in lex.items():
+            lexical[src.lower()].append((src, trg, float(alpha)))
+        fert_f: dict[str, list[tuple[str, int, float]]] = defaultdict(list)
+        for (src, fert), alpha in ferf.items():
+            fert_f[src.lower()].append((src, int(fert), float(alpha)))
+        fert_r: dict[str, list[tuple[str, int, float]]] = defaultdict(list)
+        for (trg, fert), alpha in ferr.items():
+            fert_r[trg.lower()].append((trg, int(fert), float(alpha)))
+        return cls(
+            lexical=dict(lexical),
+            hmm_forward={int(k): float(v) for k, v in hmmf.items()},
+            hmm_reverse={int(k): float(v) for k, v in hmmr.items()},
+            fertility_forward=dict(fert_f),
+            fertility_reverse=dict(fert_r),
+            pairs=pairs,
+        )
+
+    def is_empty(self) -> bool:
+        return not self.lexical and not self.hmm_forward
+
+    def select(self, source_lines: Sequence[str], target_lines: Sequence[str]) -> PriorsTuple:
+        """The priors that concern these sentences, in the shape `eflomal.read_priors` returns."""
+        src_vocab = {word.lower() for line in source_lines for word in line.split()}
+        trg_vocab = {word.lower() for line in target_lines for word in line.split()}
+        lexical = [
+            entry
+            for word in src_vocab
+            for entry in self.lexical.get(word, ())
+            if entry[1].lower() in trg_vocab
+        ]
+        ferf = [entry for word in src_vocab for entry in self.fertility_forward.get(word, ())]
+        ferr = [entry for word in trg_vocab for entry in self.fertility_reverse.get(word, ())]
+        return lexical, dict(self.hmm_forward), dict(self.hmm_reverse), ferf, ferr
+
+    def save(self, path: Path) -> None:
+        """eflomal's priors text format (`eflomal-makepriors`) after a line with the pair count."""
+        tmp = path.with_name(path.name + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as out:
+            print(f"#PAIRS\t{self.pairs}", file=out)
+            lex = Counter({(s, t): a for entries in self.lexical.values() for s, t, a in entries})
+            ferf = Counter(
+                {(w, f): a for entries in self.fertility_forward.values() for w, f, a in entries}
+            )
+            ferr = Counter(
+                {(w, f): a for entries in self.fertility_reverse.values() for w, f, a in entries}
+            )
+            eflomal.write_priors(
+                out, lex, Counter(self.hmm_forward), Counter(self.hmm_reverse), ferf, ferr
+            )
+        tmp.replace(path)
+
+    @classmethod
+    def load(cls, path: Path) -> AlignmentPriors:
+        with open(path, encoding="utf-8") as infile:
+            header = infile.readline().rstrip("\n").split("\t")
+            if len(header) != 2 or header[0] != "#PAIRS":
+                raise ValueError(f"{path}: not a tm-guide priors file (first line {header!r})")
+            lex_list, hmmf, hmmr, ferf_list, ferr_list = eflomal.read_priors(infile)
+        return cls.from_counts(
+            Counter({(s, t): a for s, t, a in lex_list}),
+            Counter(hmmf),
+            Counter(hmmr),
+            Counter({(w, f): a for w, f, a in ferf_list}),
+            Counter({(w, f): a for w, f, a in ferr_list}),
+            pairs=int(header[1]),
+        )
