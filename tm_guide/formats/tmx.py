@@ -109,20 +109,20 @@ class _TmxParser:
         return ImportFormatError(self.name, line, what)
 
     def records(self) -> Iterator[SegmentRecord]:
-        context = etree.iterparse(
-            self.source,
-            events=("start", "end"),
-            resolve_entities=False,
-            no_network=True,
-            huge_tree=False,
-            load_dtd=False,
-            dtd_validation=False,
-            remove_comments=True,
-            remove_pis=True,
-        )
         seen_root = False
         seen_header = False
         try:
+            context = etree.iterparse(
+                self.source,
+                events=("start", "end"),
+                resolve_entities=False,
+                no_network=True,
+                huge_tree=False,
+                load_dtd=False,
+                dtd_validation=False,
+                remove_comments=True,
+                remove_pis=True,
+            )
             for event, element in context:
                 if event == "start":
                     if not seen_root:
@@ -144,6 +144,8 @@ class _TmxParser:
         except etree.XMLSyntaxError as exc:
             line, message = _syntax_error_location(exc)
             raise self.error(line, f"XML syntax error: {message}") from None
+        except FileNotFoundError:
+            raise self.error(None, "no such file") from None
         except OSError as exc:
             raise self.error(None, f"cannot read the file: {exc}") from None
         if not seen_header:
@@ -154,9 +156,12 @@ class _TmxParser:
         if dtd is not None:
             names = [entity.name for entity in dtd.iterentities()]
             if names:
+                listed = ", ".join(names[:5]) + (
+                    f" and {len(names) - 5} more" if len(names) > 5 else ""
+                )
                 raise self.error(
                     root.sourceline,
-                    "the DOCTYPE declares entities (" + ", ".join(names[:5]) + "); entity "
+                    f"the DOCTYPE declares entities ({listed}); entity "
                     "declarations are not allowed in TMX imports (entity expansion and external "
                     "entities are a security risk)",
                 )
