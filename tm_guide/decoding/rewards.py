@@ -1,0 +1,115 @@
+"""The translation-piece reward of the paper (eq. 10, Algorithm 2), over target-vocabulary ids.
+
+For a candidate next token u after history y_1..y_{t-1}, the reward is
+    sum_{n=1..max_n} D_X(y_{t-n+1}, ..., y_{t-1}, u)
+where D_X maps each collected n-gram to its score (eq. 8; 1.0 with the binary reward) and is 0
+for n-grams that were not collected. It is added, times lambda, to log P(u | y, X).
+
+Algorithm 2 stops at the first n whose (n)-gram is missing; the n-grams of Algorithm 1 are closed
+under taking suffixes (every sub-span of a collected span is collected from the same retrieved
+pair), so on them the sum of eq. 10 and Algorithm 2 agree. This module implements the sum.
+
+Only tokens of L_X (the unigrams) can ever get a reward, so the work per step is a lookup of the
+last 1..max_n-1 history tokens in a dict of contexts, not a pass over the vocabulary.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+
+class PieceReward:
+    """D_X of one sentence, indexed by context for fast per-step lookups."""
+
+    def __init__(self, ngrams: Mapping[tuple[int, ...], float], max_n: int = 4) -> None:
+        self.max_n = max_n
+        self.ngrams: dict[tuple[int, ...], float] = {
+            ids: float(score) for ids, score in ngrams.items() if 0 < len(ids) <= max_n and score
+        }
+        grouped: dict[tuple[int, ...], dict[int, float]] = defaultdict(dict)
+        for ids, score in self.ngrams.items():
+            grouped[ids[:-1]][ids[-1]] = score
+        self._by_context: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = {
+            context: (
+                np.fromiter(entries.keys(), dtype=np.int64, count=len(entries)),
+                np.fromiter(entries.values(), dtype=np.float64, count=len(entries)),
+            )
+            for context, entries in grouped.items()
+        }
+
+    @classmethod
+    def from_tokens(
+        cls,
+        ngrams: Mapping[tuple[str, ...], float],
+        token_to_id: Mapping[str, int],
+        max_n: int = 4,
+    ) -> PieceReward:
+        """Map token n-grams to vocabulary ids; n-grams with a token outside the vocabulary can
+        never be produced by the model, so they are dropped."""
+        by_ids: dict[tuple[int, ...], float] = {}
+        for tokens, score in ngrams.items():
+            ids = tuple(token_to_id.get(token, -1) for token in tokens)
+            if -1 not in ids:
+                by_ids[ids] = max(score, by_ids.get(ids, 0.0))
+        return cls(by_ids, max_n=max_n)
+
+    def __bool__(self) -> bool:
+        return bool(self.ngrams)
+
+    @property
+    def unigram_ids(self) -> np.ndarray:
+        """L_X as vocabulary ids."""
+        entry = self._by_context.get(())
+        return entry[0] if entry is not None else np.zeros(0, dtype=np.int64)
+
+    def step_bonus(
+        self, histories: Sequence[Sequence[int]]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Rewards for every row: (row indices, token ids, reward) triples, one per rewarded pair.
+
+        `histories[r]` holds the generated tokens of row r (at least its last max_n-1)."""
+        rows: list[np.ndarray] = []
+        cols: list[np.ndarray] = []
+        vals: list[np.ndarray] = []
+        by_context = self._by_context
+        for row, history in enumerate(histories):
+            tail = tuple(history[len(history) - (self.max_n - 1) :]) if self.max_n > 1 else ()
+            for n in range(len(tail) + 1):
+                entry = by_context.get(tail[len(tail) - n :] if n else ())
+                if entry is not None:
+                    rows.append(np.full(entry[0].shape[0], row, dtype=np.int64))
+                    cols.append(entry[0])
+                    vals.append(entry[1])
+        if not rows:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty, np.zeros(0, dtype=np.float64)
+        return np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
+
+    def token_reward(self, history: Sequence[int], token: int) -> float:
+        """Reward of producing `token` after `history` (unweighted by lambda)."""
+        total = 0.0
+        for n in range(1, self.max_n + 1):
+            if n - 1 > len(history):
+                break
+            context = tuple(history[len(history) - (n - 1) :]) if n > 1 else ()
+            total += self.ngrams.get(context + (token,), 0.0)
+        return total
+
+    def sequence_reward(self, ids: Sequence[int]) -> float:
+        """Reward collected along a whole output, as the search would add it step by step."""
+        return sum(self.token_reward(ids[:t], ids[t]) for t in range(len(ids)))
+
+    def matched_ngrams(self, ids: Sequence[int]) -> list[tuple[int, tuple[int, ...]]]:
+        """(start position, n-gram) of every collected n-gram that occurs in `ids`."""
+        found = []
+        for start in range(len(ids)):
+            for n in range(1, self.max_n + 1):
+                gram = tuple(ids[start : start + n])
+                if len(gram) < n:
+                    break
+                if gram in self.ngrams:
+                    found.append((start, gram))
+        return found

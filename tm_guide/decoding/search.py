@@ -1,0 +1,336 @@
+"""Beam search with the translation-piece reward applied inside the search (paper eq. 10).
+
+The search is a step-for-step copy of CTranslate2's own BeamSearch (src/decoding.cc), so that with
+lambda = 0 it returns what ``translate_batch(beam_size=K)`` returns, token for token:
+
+* the first step expands the single start hypothesis of each sentence;
+* each step takes the 2K best (hypothesis, token) candidates of a sentence by cumulative score;
+* among the first K, a candidate ending in </s> (or any candidate on the last step) closes a
+  hypothesis, and the next candidate not ending in </s> from the secondary K takes its place;
+* a sentence is done once round(K * patience) hypotheses are closed (or, with length_penalty = 0,
+  as soon as the best beam is closed and num_hypotheses are);
+* a closed hypothesis is ranked by score / length ** length_penalty, the length counting the </s>
+  (the paper's eq. 6 is length_penalty = 1);
+* </s> is masked before the softmax while step < min_length (by the engine, see StepDecoder).
+
+The reward, lambda * sum_n D_X(...), is added to the log-probabilities of each live hypothesis
+before the candidates are ranked, so it steers every step of the search. It is kept apart from the
+model's own log-probability in the result.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from tm_guide.decoding.rewards import PieceReward
+from tm_guide.errors import InvalidInput
+
+
+class StepDecoder(Protocol):
+    """An incremental decoder: encode once, then one call per step for all live hypotheses."""
+
+    @property
+    def vocab_size(self) -> int: ...
+
+    @property
+    def start_id(self) -> int: ...
+
+    @property
+    def end_id(self) -> int: ...
+
+    def start(self, sources: Sequence[Sequence[str]]) -> object:
+        """Encode the source token lists (exactly as the model gets them) and return a state."""
+        ...
+
+    def step(
+        self,
+        state: object,
+        parents: np.ndarray | None,
+        sentences: np.ndarray,
+        last_ids: np.ndarray,
+        mask_end: bool,
+    ) -> np.ndarray:
+        """Log-probabilities [rows, vocab] (float32) of the next token for each row.
+
+        With `mask_end`, </s> is masked before the softmax (the engine's minimum length rule).
+
+        Row i extends the previous step's row `parents[i]` (None on the first step, where row i
+        is the start of sentence i) by the token `last_ids[i]` (the start token on the first
+        step). `sentences[i]` is the index, in the batch given to start(), of the sentence of
+        row i; rows of one sentence are contiguous and every live sentence has as many rows.
+        Rows of a sentence that does not appear any more can be dropped from the state.
+        """
+        ...
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    """What the search does; the defaults are CTranslate2's translate_batch defaults."""
+
+    beam_size: int = 5
+    patience: float = 1.0
+    length_penalty: float = 1.0
+    min_length: int = 1
+    max_length: int = 256
+    num_hypotheses: int = 1
+    lam: float = 1.0
+
+    def validate(self, vocab_size: int) -> None:
+        if self.beam_size < 1:
+            raise InvalidInput("beam_size must be >= 1", field="beam_size")
+        if self.patience <= 0:
+            raise InvalidInput("patience must be > 0", field="patience")
+        if self.max_length < 1:
+            raise InvalidInput("max_length must be >= 1", field="max_length")
+        if self.min_length < 0 or self.min_length > self.max_length:
+            raise InvalidInput("min_length must be between 0 and max_length", field="min_length")
+        if not 1 <= self.num_hypotheses <= round(self.beam_size * self.patience):
+            raise InvalidInput(
+                "num_hypotheses must be between 1 and beam_size * patience", field="num_hypotheses"
+            )
+        if 2 * self.beam_size > vocab_size:
+            raise InvalidInput(
+                f"beam_size {self.beam_size} is too large for a vocabulary of {vocab_size}",
+                field="beam_size",
+            )
+        if not math.isfinite(self.lam):
+            raise InvalidInput("lambda must be a finite number", field="lam")
+
+
+@dataclass(frozen=True)
+class Hypothesis:
+    """One finished output of the search."""
+
+    token_ids: tuple[int, ...]
+    score: float  # the search's ranking score: (log-prob + reward) / length ** length_penalty
+    log_prob: float  # sum of the model's log-probabilities, </s> included
+    reward: float  # sum of lambda * D_X over the steps
+    length: int  # the length used for normalisation (tokens + </s> when it was produced)
+    model_score: float  # log_prob / length ** length_penalty, as translate_batch reports it
+
+
+@dataclass
+class _Closed:
+    raw_score: float
+    token_ids: tuple[int, ...]
+    log_prob: float
+    reward: float
+    length: int
+
+
+def log_softmax(logits: np.ndarray, mask_id: int | None = None) -> np.ndarray:
+    """Row-wise log-softmax in float32 (the engines' precision), `mask_id` masked first."""
+    logits = np.array(logits, dtype=np.float32)
+    if mask_id is not None:
+        logits[:, mask_id] = -np.inf
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+
+
+def beam_search(
+    decoder: StepDecoder,
+    sources: Sequence[Sequence[str]],
+    options: SearchOptions,
+    rewards: Sequence[PieceReward | None] | None = None,
+) -> list[list[Hypothesis]]:
+    """Translate a batch; for each sentence the num_hypotheses best hypotheses, best first."""
+    vocab_size = decoder.vocab_size
+    options.validate(vocab_size)
+    batch_size = len(sources)
+    if batch_size == 0:
+        return []
+    if rewards is not None and len(rewards) != batch_size:
+        raise InvalidInput("one reward table per sentence is required", field="rewards")
+    beam = options.beam_size
+    num_candidates = 2 * beam
+    max_closed = int(round(beam * options.patience))
+    early_exit = options.length_penalty == 0
+    end_id = decoder.end_id
+    lam = np.float32(options.lam)
+    use_reward = rewards is not None and options.lam != 0 and any(rewards)
+
+    state = decoder.start(sources)
+    live = np.arange(batch_size)  # batch index of each live sentence, in row-group order
+    rows_per_sentence = 1
+    parents: np.ndarray | None = None
+    last_ids = np.full(batch_size, decoder.start_id, dtype=np.int64)
+    cum_score = np.zeros(batch_size, dtype=np.float32)
+    cum_logp = np.zeros(batch_size, dtype=np.float32)
+    cum_reward = np.zeros(batch_size, dtype=np.float64)
+    sequences: list[list[int]] = [[] for _ in range(batch_size)]
+    closed: list[list[_Closed]] = [[] for _ in range(batch_size)]
+    top_closed = np.zeros(batch_size, dtype=bool)
+    results: list[list[Hypothesis]] = [[] for _ in range(batch_size)]
+
+    for step in range(options.max_length):
+        row_sentences = np.repeat(live, rows_per_sentence)
+        log_probs = np.asarray(
+            decoder.step(state, parents, row_sentences, last_ids, step < options.min_length),
+            dtype=np.float32,
+        )
+        step_scores = log_probs
+        step_reward: _SparseReward | None = None
+        if use_reward:
+            step_reward = _step_reward(rewards, row_sentences, sequences, vocab_size, lam)
+            if step_reward:
+                step_scores = log_probs.copy()
+                step_scores.reshape(-1)[step_reward.keys] += step_reward.values
+        total = (cum_score[:, None] + step_scores).reshape(len(live), rows_per_sentence * vocab_size)
+        top = _top_k(total, num_candidates)
+
+        next_rows: list[int] = []
+        next_ids: list[int] = []
+        next_score: list[np.float32] = []
+        still_live: list[int] = []
+        is_last_step = step + 1 == options.max_length
+        for group, sentence in enumerate(live):
+            flat = top[group]
+            token_ids = flat % vocab_size
+            origins = group * rows_per_sentence + flat // vocab_size
+            scores = total[group, flat]
+            secondary = beam
+            chosen: list[int] = []
+            for k in range(beam):
+                pick = k
+                token = int(token_ids[k])
+                if token == end_id or is_last_step:
+                    if k == 0:
+                        top_closed[sentence] = True
+                    origin = int(origins[k])
+                    tokens = sequences[origin] if token == end_id else sequences[origin] + [token]
+                    closed[sentence].append(
+                        _Closed(
+                            raw_score=float(scores[k]),
+                            token_ids=tuple(tokens),
+                            log_prob=float(cum_logp[origin] + log_probs[origin, token]),
+                            reward=float(
+                                cum_reward[origin]
+                                + (step_reward.get(origin, token) if step_reward else 0.0)
+                            ),
+                            length=len(sequences[origin]) + 1,
+                        )
+                    )
+                    for j in range(secondary, num_candidates):
+                        if int(token_ids[j]) != end_id:
+                            pick = j
+                            secondary = j + 1
+                            break
+                chosen.append(pick)
+            if is_last_step:
+                done = True
+            elif early_exit:
+                done = bool(top_closed[sentence]) and len(closed[sentence]) >= options.num_hypotheses
+            else:
+                done = len(closed[sentence]) >= max_closed
+            if done:
+                results[sentence] = _finalize(closed[sentence], options)
+                continue
+            still_live.append(int(sentence))
+            for pick in chosen:
+                next_rows.append(int(origins[pick]))
+                next_ids.append(int(token_ids[pick]))
+                next_score.append(scores[pick])
+
+        if not still_live:
+            break
+        parents = np.asarray(next_rows, dtype=np.int64)
+        last_ids = np.asarray(next_ids, dtype=np.int64)
+        new_logp = cum_logp[parents] + log_probs[parents, last_ids]
+        new_reward = cum_reward[parents] + (
+            step_reward.get_many(parents, last_ids) if step_reward else 0.0
+        )
+        cum_score = np.asarray(next_score, dtype=np.float32)
+        cum_logp = new_logp.astype(np.float32)
+        cum_reward = np.asarray(new_reward, dtype=np.float64)
+        sequences = [sequences[p] + [t] for p, t in zip(next_rows, next_ids, strict=True)]
+        live = np.asarray(still_live, dtype=np.int64)
+        rows_per_sentence = beam
+    return results
+
+
+def _top_k(total: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the k largest values per row, best first (lower index first on ties)."""
+    if k >= total.shape[1]:
+        part = np.tile(np.arange(total.shape[1]), (total.shape[0], 1))
+    else:
+        part = np.argpartition(-total, k - 1, axis=1)[:, :k]
+    order = np.lexsort((part, -np.take_along_axis(total, part, axis=1)), axis=1)
+    return np.take_along_axis(part, order, axis=1)
+
+
+class _SparseReward:
+    """lambda * reward of one step at the few (row, token) pairs that get one."""
+
+    def __init__(self, keys: np.ndarray, values: np.ndarray, vocab_size: int) -> None:
+        self.keys = keys  # sorted unique row * vocab_size + token
+        self.values = values  # float32
+        self.vocab_size = vocab_size
+
+    def __bool__(self) -> bool:
+        return bool(len(self.keys))
+
+    def get_many(self, rows: np.ndarray, tokens: np.ndarray) -> np.ndarray:
+        wanted = rows * self.vocab_size + tokens
+        pos = np.searchsorted(self.keys, wanted)
+        pos = np.minimum(pos, len(self.keys) - 1)
+        hit = self.keys[pos] == wanted
+        return np.where(hit, self.values[pos], np.float32(0)).astype(np.float64)
+
+    def get(self, row: int, token: int) -> float:
+        return float(self.get_many(np.array([row]), np.array([token]))[0])
+
+
+def _step_reward(
+    rewards: Sequence[PieceReward | None],
+    row_sentences: np.ndarray,
+    sequences: list[list[int]],
+    vocab_size: int,
+    lam: np.float32,
+) -> _SparseReward:
+    """Algorithm 2 for all live rows: only tokens of L_X and known contexts are looked at."""
+    all_keys: list[np.ndarray] = []
+    all_vals: list[np.ndarray] = []
+    start = 0
+    n_rows = len(row_sentences)
+    while start < n_rows:
+        sentence = int(row_sentences[start])
+        end = start
+        while end < n_rows and row_sentences[end] == sentence:
+            end += 1
+        table = rewards[sentence]
+        if table:
+            rows, cols, vals = table.step_bonus(sequences[start:end])
+            if len(rows):
+                all_keys.append((rows + start) * vocab_size + cols)
+                all_vals.append(vals)
+        start = end
+    if not all_keys:
+        return _SparseReward(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32), vocab_size)
+    keys, inverse = np.unique(np.concatenate(all_keys), return_inverse=True)
+    sums = np.zeros(len(keys), dtype=np.float64)
+    np.add.at(sums, inverse, np.concatenate(all_vals))
+    return _SparseReward(keys, (sums * float(lam)).astype(np.float32), vocab_size)
+
+
+def _finalize(closed: list[_Closed], options: SearchOptions) -> list[Hypothesis]:
+    hypotheses = []
+    for item in closed:
+        norm = float(np.float32(item.length) ** np.float32(options.length_penalty))
+        score = float(np.float32(item.raw_score) / np.float32(norm))
+        hypotheses.append(
+            Hypothesis(
+                token_ids=item.token_ids,
+                score=score,
+                log_prob=item.log_prob,
+                reward=item.reward,
+                length=item.length,
+                model_score=item.log_prob / norm,
+            )
+        )
+    hypotheses.sort(key=lambda h: h.score, reverse=True)
+    return hypotheses[: options.num_hypotheses]
