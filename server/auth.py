@@ -67,7 +67,9 @@ def current_principal() -> Principal:
     services = current_app.extensions["tm_guide"]
     if not services.config.auth_enabled:
         if not is_loopback(request.remote_addr):
-            raise Unauthorized("authentication is off on this server, which only serves loopback clients")
+            raise Unauthorized(
+                "authentication is off on this server, which only serves loopback clients"
+            )
         g.principal = LOCAL_USER
         return g.principal
     token = presented_token()

@@ -1,4 +1,4 @@
-"""Server configuration: the shared `Settings` plus the limits and switches only the HTTP server needs."""
+"""Server configuration: the shared `Settings` plus the limits and switches of the HTTP server."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ class ServerConfig:
 
     TM_GUIDE_AUTH                 on (default) or off; off is honoured only for loopback clients
     TM_GUIDE_TMSERVER_ANONYMOUS   1 lets the read-only tmserver endpoint answer without a key
-    TM_GUIDE_JOBS_DIR             where import jobs keep their upload and state (default: beside the index)
+    TM_GUIDE_JOBS_DIR             import uploads and job state (default: beside the index)
     TM_GUIDE_MAX_BODY_BYTES, TM_GUIDE_MAX_IMPORT_BYTES, TM_GUIDE_MAX_BATCH_SIZE,
     TM_GUIDE_MAX_SEGMENT_CHARS    the limits
     """

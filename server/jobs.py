@@ -106,7 +106,9 @@ class JobBoard:
     def submit(self, job_id: str, work: Callable[[JobProgress], dict[str, Any]]) -> None:
         with self._lock:
             if self._executor is None:
-                self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tm-guide-job")
+                self._executor = ThreadPoolExecutor(
+                    max_workers=1, thread_name_prefix="tm-guide-job"
+                )
             self._executor.submit(self._run, job_id, work)
 
     def _run(self, job_id: str, work: Callable[[JobProgress], dict[str, Any]]) -> None:
@@ -148,7 +150,9 @@ class JobProgress:
     def phase(self, name: str) -> None:
         self.board.update(self.job_id, phase=name)
 
-    def records(self, records: Iterator[Any], reader: CountingReader, total_bytes: int) -> Iterator[Any]:
+    def records(
+        self, records: Iterator[Any], reader: CountingReader, total_bytes: int
+    ) -> Iterator[Any]:
         """Pass records through, recording how many were read and how much of the file that was."""
         count = 0
         for record in records:
@@ -164,5 +168,10 @@ class JobProgress:
         fraction = round(min(1.0, done / total), 4) if total else 1.0
         self.board.update(
             self.job_id,
-            progress={"bytes_read": done, "bytes_total": total, "records_read": count, "fraction": fraction},
+            progress={
+                "bytes_read": done,
+                "bytes_total": total,
+                "records_read": count,
+                "fraction": fraction,
+            },
         )

@@ -20,11 +20,12 @@ def _labels(labels: Labels, extra: Iterable[tuple[str, str]] = ()) -> str:
     items = list(labels) + list(extra)
     if not items:
         return ""
-    escaped = (
-        f'{k}="{v.replace(chr(92), chr(92) * 2).replace(chr(10), "").replace(chr(34), chr(92) + chr(34))}"'
-        for k, v in items
-    )
+    escaped = (f'{k}="{_escape(v)}"' for k, v in items)
     return "{" + ",".join(escaped) + "}"
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
 def _number(value: float) -> str:
@@ -53,7 +54,9 @@ class Counter:
 
 
 class Histogram:
-    def __init__(self, name: str, help_text: str, buckets: Sequence[float] = LATENCY_BUCKETS) -> None:
+    def __init__(
+        self, name: str, help_text: str, buckets: Sequence[float] = LATENCY_BUCKETS
+    ) -> None:
         self.name, self.help = name, help_text
         self.buckets = tuple(sorted(buckets))
         self._counts: dict[Labels, list[int]] = {}
@@ -76,7 +79,9 @@ class Histogram:
             for key in sorted(self._counts):
                 counts = self._counts[key]
                 for bound, count in zip((*self.buckets, math.inf), counts, strict=True):
-                    lines.append(f"{self.name}_bucket{_labels(key, [('le', _number(bound))])} {count}")
+                    lines.append(
+                        f"{self.name}_bucket{_labels(key, [('le', _number(bound))])} {count}"
+                    )
                 lines.append(f"{self.name}_sum{_labels(key)} {_number(self._sums[key])}")
                 lines.append(f"{self.name}_count{_labels(key)} {counts[-1]}")
         return lines
@@ -86,7 +91,9 @@ class Registry:
     """The server's metrics; one instance per app."""
 
     def __init__(self) -> None:
-        self.requests = Counter("tm_guide_http_requests_total", "HTTP requests by endpoint and status.")
+        self.requests = Counter(
+            "tm_guide_http_requests_total", "HTTP requests by endpoint and status."
+        )
         self.latency = Histogram(
             "tm_guide_http_request_duration_seconds", "HTTP request latency by endpoint."
         )
@@ -95,7 +102,8 @@ class Registry:
             "Time spent per suggestion stage (retrieval, pieces, decoding, ...).",
         )
         self.segments_added = Counter(
-            "tm_guide_segments_written_total", "Segments added, updated or imported through the API."
+            "tm_guide_segments_written_total",
+            "Segments added, updated or imported through the API.",
         )
 
     def render(self) -> str:

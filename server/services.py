@@ -1,8 +1,9 @@
-"""Per-worker resources: the store and the translator, each created once, lazily and thread-safely.
+"""Per-worker resources: store, model bundle, aligner, piece builder and translator.
 
-Gunicorn forks workers after the app is built, so nothing heavy happens in `create_app`: the
-store (database engine + index) and the model open on first use inside each worker, under a lock
-so that concurrent first requests do not load the model twice.
+Gunicorn forks workers after the app is built, so nothing heavy happens in `create_app`: each
+resource is created on first use inside the worker, under a lock so that concurrent first requests
+do not open the store or load the model twice. The store's methods open a database session per
+call, so one store instance serves all threads of the worker.
 """
 
 from __future__ import annotations
@@ -20,13 +21,13 @@ class Services:
         self.config = config
         self.metrics = Registry()
         self.jobs = JobBoard(config.resolved_jobs_dir)
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._store: Any = None
+        self._bundle: Any = None
+        self._aligner: Any = None
         self._translator: Any = None
-        self._model_error: str | None = None
 
     def store(self) -> Any:
-        """The worker's store; its methods open a session per call, so one instance serves all threads."""
         if self._store is None:
             with self._lock:
                 if self._store is None:
@@ -36,19 +37,47 @@ class Services:
                     self._store = Store.open(settings.db_url, index_dir=settings.index_dir)
         return self._store
 
+    def bundle(self) -> Any:
+        """The model bundle; raises ModelError (and tries again next time) when it cannot load."""
+        if self._bundle is None:
+            with self._lock:
+                if self._bundle is None:
+                    from tm_guide.model import Bundle
+
+                    settings = self.config.settings
+                    self._bundle = Bundle.load(settings.model_path, device=settings.device)
+        return self._bundle
+
+    def aligner(self) -> Any:
+        """Word aligner for new segments, with priors per memory kept beside the index."""
+        if self._aligner is None:
+            bundle = self.bundle()
+            store = self.store()
+            with self._lock:
+                if self._aligner is None:
+                    from tm_guide.pieces import AlignOptions, MemoryAligner
+
+                    index_dir = self.config.settings.index_dir
+                    options = AlignOptions(
+                        cache_dir=index_dir.with_name(index_dir.name + ".priors")
+                    )
+                    self._aligner = MemoryAligner(store, bundle, options)
+        return self._aligner
+
     @property
     def model_loaded(self) -> bool:
         return self._translator is not None
 
     def translator(self) -> Any:
-        """The guided translator (bundle + piece builder + engine), loaded once per worker."""
+        """The guided translator (bundle + piece builder + engine), built once per worker."""
         if self._translator is None:
-            store = self.store()
+            bundle = self.bundle()
+            aligner = self.aligner()
             with self._lock:
                 if self._translator is None:
                     from server.translation import load_translator
 
-                    self._translator = load_translator(self.config.settings, store)
+                    self._translator = load_translator(self.config, bundle, self.store(), aligner)
         return self._translator
 
     def close(self) -> None:
@@ -57,4 +86,4 @@ class Services:
             if self._store is not None:
                 self._store.close()
                 self._store = None
-            self._translator = None
+            self._translator = self._aligner = self._bundle = None

@@ -49,13 +49,15 @@ def check_deployment(config: ServerConfig, options: ServeOptions) -> None:
     """Refuse the two unsafe combinations instead of running them quietly."""
     if not config.auth_enabled and not is_loopback_host(options.host):
         raise InvalidInput(
-            f"authentication is off (TM_GUIDE_AUTH=off) but the server would listen on {options.host}; "
+            "authentication is off (TM_GUIDE_AUTH=off) but the server would listen on "
+            f"{options.host}; "
             "auth can only be off on a loopback address such as 127.0.0.1",
             field="TM_GUIDE_AUTH",
         )
     if options.workers > 1 and config.settings.db_url.startswith("sqlite"):
         raise InvalidInput(
-            "several worker processes need PostgreSQL; with SQLite use one worker and more --threads",
+            "several worker processes need PostgreSQL; "
+            "with SQLite use one worker and more --threads",
             field="workers",
         )
 
@@ -71,7 +73,9 @@ class GunicornServer(BaseApplication):  # type: ignore[misc]
     def load_config(self) -> None:
         opts = self.options
         settings: dict[str, Any] = {
-            "bind": [f"[{opts.host}]:{opts.port}" if ":" in opts.host else f"{opts.host}:{opts.port}"],
+            "bind": [
+                f"[{opts.host}]:{opts.port}" if ":" in opts.host else f"{opts.host}:{opts.port}"
+            ],
             "workers": opts.workers,
             "threads": opts.threads,
             "worker_class": "gthread",
@@ -105,7 +109,9 @@ def _warm_worker(worker: Any) -> None:
             services.translator()
             worker.log.info("worker %s: store open, model loaded", worker.pid)
         except Exception as exc:  # /ready reports the same failure to whoever asks
-            worker.log.warning("worker %s: warm-up failed: %s", worker.pid, getattr(exc, "message", exc))
+            worker.log.warning(
+                "worker %s: warm-up failed: %s", worker.pid, getattr(exc, "message", exc)
+            )
 
     threading.Thread(target=warm, name="tm-guide-warm", daemon=True).start()
 

@@ -42,12 +42,16 @@ class SuggestOptions:
     mt: MTOptions = field(default_factory=MTOptions)
 
 
-def suggest(services: Services, queries: Sequence[SegmentQuery], options: SuggestOptions) -> dict[str, Any]:
+def suggest(
+    services: Services, queries: Sequence[SegmentQuery], options: SuggestOptions
+) -> dict[str, Any]:
     started = time.perf_counter()
     store = services.store()
     memories = [store.get_memory(choice.name) for choice in options.memories]
     _check_one_language_pair(memories)
-    penalties = {memory.id: choice.penalty for memory, choice in zip(memories, options.memories, strict=True)}
+    penalties = {
+        memory.id: choice.penalty for memory, choice in zip(memories, options.memories, strict=True)
+    }
     names = {memory.id: memory.name for memory in memories}
 
     results: list[dict[str, Any]] = []
@@ -128,7 +132,9 @@ def _check_one_language_pair(memories: Sequence[Any]) -> None:
     pairs = {(m.source_lang.lower(), m.target_lang.lower()) for m in memories}
     if len(pairs) > 1:
         listed = ", ".join(f"{m.name} ({m.source_lang}->{m.target_lang})" for m in memories)
-        raise Unprocessable(f"memories of one request must share a language pair: {listed}", field="memories")
+        raise Unprocessable(
+            f"memories of one request must share a language pair: {listed}", field="memories"
+        )
 
 
 def _primary(tag: str) -> str:
@@ -145,9 +151,10 @@ def _check_model_pair(translator: Any, memories: Sequence[Any]) -> dict[str, Any
             _primary(info["target_lang"]),
         ):
             raise Unprocessable(
-                f"memory '{memory.name}' is {memory.source_lang}->{memory.target_lang} but the model "
+                f"memory '{memory.name}' is {memory.source_lang}->{memory.target_lang} "
+                "but the model "
                 f"translates {info['source_lang']}->{info['target_lang']}; ask without translation "
-                "(\"translate\": false) for matches only",
+                '("translate": false) for matches only',
                 field="memories",
             )
     return info

@@ -11,8 +11,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tm_guide.config import Settings
-
 log = logging.getLogger(__name__)
 
 
@@ -27,12 +25,12 @@ class MTOptions:
     unguided: bool = False
 
 
-def load_translator(settings: Settings, store: Any) -> Any:
+def load_translator(config: Any, bundle: Any, store: Any, aligner: Any) -> Any:
     from tm_guide.decoding import GuidedTranslator
-    from tm_guide.model import Bundle
+    from tm_guide.pieces import PieceBuilder
 
-    bundle = Bundle.load(settings.model_path, device=settings.device)
-    return GuidedTranslator(bundle, store)
+    builder = PieceBuilder(store, bundle, aligner=aligner)
+    return GuidedTranslator(bundle, store, builder)
 
 
 def model_info(translator: Any) -> dict[str, Any]:
@@ -58,9 +56,29 @@ def translate_segments(
 
 
 def analyse_new_segments(services: Any, segments: Sequence[Any]) -> bool:
-    """Tokenize and align freshly written segments so their pieces serve the next query."""
-    raise NotImplementedError
+    """Tokenize and align freshly written segments so that their pieces serve the next query.
+
+    Without a usable model the segment is stored unaligned (the answer says so, and the piece
+    builder aligns it when it is first retrieved once a model is there).
+    """
+    from tm_guide.errors import ModelError
+
+    try:
+        aligner = services.aligner()
+    except ModelError as exc:
+        log.info("segments stored without alignment: %s", exc.message)
+        return False
+    aligner.align_segments(segments)
+    return True
 
 
 def analyse_memory(services: Any, memory: Any) -> int:
-    raise NotImplementedError
+    """Align what an import brought in, in one pass; 0 when there is no model to tokenize with."""
+    from tm_guide.errors import ModelError
+
+    try:
+        aligner = services.aligner()
+    except ModelError as exc:
+        log.info("memory %s imported without alignment: %s", memory.name, exc.message)
+        return 0
+    return aligner.align_memory(memory, mode="auto").aligned

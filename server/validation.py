@@ -34,7 +34,7 @@ def json_name(value: Any) -> str:
 
 
 def json_body() -> dict[str, Any]:
-    """The request body as a JSON object; malformed JSON and invalid UTF-8 are 400s that say where."""
+    """The body as a JSON object; malformed JSON and invalid UTF-8 are 400s that say where."""
     raw = request.get_data(cache=True)
     try:
         text = raw.decode("utf-8")
@@ -51,7 +51,9 @@ def json_body() -> dict[str, Any]:
             f"malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", field="body"
         ) from None
     if not isinstance(body, dict):
-        raise InvalidInput(f"request body must be a JSON object, not {json_name(body)}", field="body")
+        raise InvalidInput(
+            f"request body must be a JSON object, not {json_name(body)}", field="body"
+        )
     return body
 
 
@@ -64,7 +66,7 @@ def get_field(
     required: bool = False,
     default: Any = None,
 ) -> Any:
-    """obj[name] checked against `kind`; `path` prefixes the field name in messages (segments[2].)."""
+    """obj[name] checked against `kind`; `path` prefixes the field name (segments[2].)."""
     where = f"{path}{name}"
     if name not in obj or obj[name] is None:
         if required:
@@ -86,7 +88,9 @@ def get_field(
 
 def in_range(value: float, low: float, high: float, where: str) -> float:
     if not low <= value <= high:
-        raise InvalidInput(f"field '{where}' must be between {low} and {high}, not {value}", field=where)
+        raise InvalidInput(
+            f"field '{where}' must be between {low} and {high}, not {value}", field=where
+        )
     return value
 
 
@@ -102,7 +106,8 @@ def text_field(
         raise InvalidInput(f"field '{where}' must not be empty", field=where)
     if len(value) > max_chars:
         raise InvalidInput(
-            f"field '{where}' is {len(value)} characters long; the limit is {max_chars}", field=where
+            f"field '{where}' is {len(value)} characters long; the limit is {max_chars}",
+            field=where,
         )
     return value
 
@@ -115,5 +120,7 @@ def int_arg(name: str, default: int, low: int, high: int) -> int:
     try:
         value = int(raw)
     except ValueError:
-        raise InvalidInput(f"query parameter '{name}' must be an integer, not {raw!r}", field=name) from None
+        raise InvalidInput(
+            f"query parameter '{name}' must be an integer, not {raw!r}", field=name
+        ) from None
     return int(in_range(value, low, high, name))

@@ -27,7 +27,9 @@ def start_import(name: str) -> tuple[Response, int]:
     svc = services()
     fmt = request.args.get("format", "tmx").lower()
     if fmt not in IMPORT_FORMATS:
-        raise InvalidInput(f"query parameter 'format' must be one of {', '.join(IMPORT_FORMATS)}", field="format")
+        raise InvalidInput(
+            f"query parameter 'format' must be one of {', '.join(IMPORT_FORMATS)}", field="format"
+        )
     memory = svc.store().get_memory(name)
     request.max_content_length = svc.config.limits.max_import_bytes
     job_id = svc.jobs.new_job("import", memory.name, principal.name)
@@ -35,7 +37,11 @@ def start_import(name: str) -> tuple[Response, int]:
     size = _save_upload(upload)
     if size == 0:
         upload.unlink(missing_ok=True)
-        svc.jobs.update(job_id, status="failed", error={"error": "invalid_input", "message": "the uploaded file is empty"})
+        svc.jobs.update(
+            job_id,
+            status="failed",
+            error={"error": "invalid_input", "message": "the uploaded file is empty"},
+        )
         raise InvalidInput("the uploaded file is empty", field="body")
     svc.jobs.submit(job_id, lambda progress: _import_tmx(svc, memory.name, upload, size, progress))
     location = url_for("jobs.show_job", job_id=job_id)
@@ -57,10 +63,11 @@ def _save_upload(path: os.PathLike[str]) -> int:
     return os.path.getsize(path)
 
 
-def _import_tmx(svc: Services, memory_name: str, upload: Any, size: int, progress: JobProgress) -> dict[str, Any]:
-    from tm_guide.formats.tmx import read_tmx
-
+def _import_tmx(
+    svc: Services, memory_name: str, upload: Any, size: int, progress: JobProgress
+) -> dict[str, Any]:
     from server.translation import analyse_memory
+    from tm_guide.formats.tmx import read_tmx
 
     store = svc.store()
     memory = store.get_memory(memory_name)
@@ -92,7 +99,9 @@ def show_job(job_id: str) -> Response:
     principal = current_principal()
     state = services().jobs.read(job_id)
     if not principal.allows(state["memory"], "read"):
-        raise Forbidden(f"API key '{principal.name}' has no read access to memory '{state['memory']}'")
+        raise Forbidden(
+            f"API key '{principal.name}' has no read access to memory '{state['memory']}'"
+        )
     return jsonify(state)
 
 
@@ -104,6 +113,8 @@ def export(name: str) -> Response:
 
     store = services().store()
     memory = store.get_memory(name)
-    response = Response(stream_with_context(tmx_chunks(store, memory)), mimetype="application/x-tmx+xml")
+    response = Response(
+        stream_with_context(tmx_chunks(store, memory)), mimetype="application/x-tmx+xml"
+    )
     response.headers["Content-Disposition"] = f'attachment; filename="{memory.name}.tmx"'
     return response

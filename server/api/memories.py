@@ -20,7 +20,8 @@ LANG_PATTERN = re.compile(r"^[A-Za-z]{2,3}([-_][A-Za-z0-9]{1,8})*$")
 def checked_name(value: str, where: str = "name") -> str:
     if not NAME_PATTERN.match(value):
         raise InvalidInput(
-            f"field '{where}' must be 1-100 letters, digits, '.', '_' or '-', starting with a letter or digit",
+            f"field '{where}' must be 1-100 letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit",
             field=where,
         )
     return value
@@ -28,7 +29,9 @@ def checked_name(value: str, where: str = "name") -> str:
 
 def checked_lang(value: str, where: str) -> str:
     if not LANG_PATTERN.match(value):
-        raise InvalidInput(f"field '{where}' must be a language code such as 'de' or 'pt-BR'", field=where)
+        raise InvalidInput(
+            f"field '{where}' must be a language code such as 'de' or 'pt-BR'", field=where
+        )
     return value
 
 

@@ -1,4 +1,4 @@
-"""Segments of one memory: add (usable by the very next suggestion), update by tuid, delete, concordance."""
+"""Segments of a memory: add (usable by the next suggestion), update by tuid, delete, search."""
 
 from __future__ import annotations
 
@@ -102,7 +102,9 @@ def concordance(name: str) -> Response:
         raise InvalidInput("query parameter 'q' is required", field="q")
     limit_chars = services().config.limits.max_segment_chars
     if len(query) > limit_chars:
-        raise InvalidInput(f"query parameter 'q' is longer than {limit_chars} characters", field="q")
+        raise InvalidInput(
+            f"query parameter 'q' is longer than {limit_chars} characters", field="q"
+        )
     side = request.args.get("side", "source")
     if side not in ("source", "target"):
         raise InvalidInput("query parameter 'side' must be 'source' or 'target'", field="side")

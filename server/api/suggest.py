@@ -27,7 +27,7 @@ def suggest_view() -> Response:
 
 
 def _queries(body: dict[str, Any]) -> list[SegmentQuery]:
-    """Either `source` (+ `context`) for one segment or `segments: [{source, context}]` for a batch."""
+    """Either `source` (+ `context`) for one segment or `segments: [{source, context}]`."""
     limits = services().config.limits
     if "segments" in body and "source" in body:
         raise InvalidInput("give either 'source' or 'segments', not both", field="segments")
@@ -52,7 +52,9 @@ def _queries(body: dict[str, Any]) -> list[SegmentQuery]:
         if isinstance(item, str):
             item = {"source": item}
         if not isinstance(item, dict):
-            raise InvalidInput(f"field 'segments[{i}]' must be an object or a string", field=f"segments[{i}]")
+            raise InvalidInput(
+                f"field 'segments[{i}]' must be an object or a string", field=f"segments[{i}]"
+            )
         queries.append(
             SegmentQuery(
                 text_field(item, "source", limits.max_segment_chars, path=path) or "",
@@ -71,7 +73,8 @@ def _memories(body: dict[str, Any]) -> tuple[MemoryChoice, ...]:
         target_lang = get_field(body, "target_lang", str)
         if not (source_lang and target_lang):
             raise InvalidInput(
-                "field 'memories' is required (or 'source_lang' and 'target_lang' to use every readable memory of that pair)",
+                "field 'memories' is required (or 'source_lang' and 'target_lang' "
+                "to use every readable memory of that pair)",
                 field="memories",
             )
         principal = current_principal()
@@ -83,7 +86,9 @@ def _memories(body: dict[str, Any]) -> tuple[MemoryChoice, ...]:
             and principal.allows(m.name, "read")
         )
         if not chosen:
-            raise InvalidInput(f"no readable memory translates {source_lang} -> {target_lang}", field="memories")
+            raise InvalidInput(
+                f"no readable memory translates {source_lang} -> {target_lang}", field="memories"
+            )
         return chosen
     if not items:
         raise InvalidInput("field 'memories' must not be empty", field="memories")
@@ -93,7 +98,9 @@ def _memories(body: dict[str, Any]) -> tuple[MemoryChoice, ...]:
             choices.append(MemoryChoice(item))
             continue
         if not isinstance(item, dict):
-            raise InvalidInput(f"field 'memories[{i}]' must be a name or an object", field=f"memories[{i}]")
+            raise InvalidInput(
+                f"field 'memories[{i}]' must be a name or an object", field=f"memories[{i}]"
+            )
         path = f"memories[{i}]."
         name = get_field(item, "name", str, path=path, required=True)
         penalty = get_field(item, "penalty", int, path=path, default=0)

@@ -35,7 +35,9 @@ def unit(source_lang: str, target_lang: str, text: str) -> Response:
     principal = LOCAL_USER if svc.config.tmserver_anonymous else current_principal()
     limit = svc.config.limits.max_segment_chars
     if len(text) > limit:
-        raise InvalidInput(f"the unit text is {len(text)} characters long; the limit is {limit}", field="text")
+        raise InvalidInput(
+            f"the unit text is {len(text)} characters long; the limit is {limit}", field="text"
+        )
     if "\ufffd" in text:
         raise InvalidInput("the unit text is not valid UTF-8", field="text")
     max_candidates = int_arg("max_candidates", 5, 1, 50)

@@ -24,11 +24,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     create = commands.add_parser(
         "create",
         help="create a key and print its token (shown only this once)",
-        description="Create an API key. Each --scope is MEMORY:read or MEMORY:write; MEMORY '*' means "
+        description="Create an API key. Each --scope is MEMORY:read or MEMORY:write; "
+        "MEMORY '*' means "
         "every memory (write on '*' also allows creating and deleting memories).",
     )
     create.add_argument("name", help="a name to recognise the key by (unique)")
-    create.add_argument("--scope", action="append", required=True, metavar="MEMORY:RIGHT", dest="scopes")
+    create.add_argument(
+        "--scope", action="append", required=True, metavar="MEMORY:RIGHT", dest="scopes"
+    )
     create.set_defaults(func=create_key)
 
     listing = commands.add_parser("list", help="list keys (names and scopes, never tokens)")
@@ -45,7 +48,8 @@ def parse_scopes(items: list[str]) -> dict[str, str]:
         match = SCOPE.match(item)
         if not match:
             raise InvalidInput(
-                f"--scope {item!r} must look like MEMORY:read or MEMORY:write ('*' for every memory)",
+                f"--scope {item!r} must look like MEMORY:read or MEMORY:write "
+                "('*' for every memory)",
                 field="scope",
             )
         memory, right = match["memory"], match["right"]

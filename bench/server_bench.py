@@ -1,0 +1,394 @@
+"""Drive a real tm-guide server with bounded concurrent clients on loopback and print latencies.
+
+Starts `tm-guide serve` on a free 127.0.0.1 port with a fresh SQLite file (or --db), seeds a
+memory, then runs two fixed-size phases with --clients threads each and stops by itself:
+
+  adds      POST /v1/memories/{m}/segments with distinct pairs (aligned at once when a model exists)
+  suggest   POST /v1/suggest for one ~30-token segment each (matches + guided MT)
+
+and prints throughput and p50/p95 latency per phase, then checks that every add is in the memory
+exactly once (no lost or doubled writes). Example:
+
+  python bench/server_bench.py --clients 16 --adds 400 --suggestions 200
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+
+WORDS_EN = [
+    "click",
+    "the",
+    "button",
+    "to",
+    "open",
+    "dialog",
+    "where",
+    "you",
+    "can",
+    "select",
+    "table",
+    "cell",
+    "text",
+    "page",
+    "insert",
+    "format",
+    "tools",
+    "edit",
+    "view",
+    "help",
+    "document",
+    "choose",
+    "spreadsheet",
+    "chart",
+    "style",
+    "paragraph",
+    "font",
+    "column",
+    "row",
+    "sheet",
+    "range",
+    "value",
+    "number",
+    "date",
+    "time",
+    "print",
+    "export",
+    "import",
+    "options",
+    "settings",
+    "properties",
+    "new",
+    "name",
+    "window",
+    "menu",
+]
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    clients: int = 16
+    adds: int = 400
+    suggestions: int = 200
+    seed_segments: int = 2000
+    tokens: int = 30
+    threads: int = 8
+    db_url: str | None = None
+    model: str | None = None
+    translate: bool = True
+    seed: int = 1
+
+
+@dataclass
+class PhaseResult:
+    name: str
+    latencies: list[float]
+    errors: list[str]
+    seconds: float
+
+    def row(self) -> str:
+        lat = sorted(self.latencies)
+        if not lat:
+            return f"{self.name:<10} {0:>8} {len(self.errors):>7}"
+        p50 = statistics.median(lat) * 1000
+        p95 = lat[min(len(lat) - 1, int(round(0.95 * (len(lat) - 1))))] * 1000
+        return (
+            f"{self.name:<10} {len(lat) + len(self.errors):>8} {len(self.errors):>7} "
+            f"{len(lat) / self.seconds:>10.1f} {p50:>9.1f} {p95:>9.1f} {lat[-1] * 1000:>9.1f}"
+        )
+
+
+class Http:
+    """One request per connection, like independent editors."""
+
+    def __init__(self, port: int, token: str) -> None:
+        self.port, self.token = port, token
+
+    def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
+        try:
+            headers = {"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"}
+            conn.request(
+                method, path, json.dumps(body).encode() if body is not None else None, headers
+            )
+            response = conn.getresponse()
+            data = response.read()
+            return response.status, json.loads(data) if data else None
+        finally:
+            conn.close()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def sentence(rng: random.Random, n: int) -> str:
+    return " ".join(rng.choice(WORDS_EN) for _ in range(n)).capitalize() + "."
+
+
+def run_phase(
+    name: str, jobs: list[Callable[[], tuple[int, Any]]], clients: int, ok: int
+) -> PhaseResult:
+    latencies: list[float] = []
+    errors: list[str] = []
+    lock = threading.Lock()
+    queue = list(reversed(jobs))
+
+    def client() -> None:
+        while True:
+            with lock:
+                if not queue:
+                    return
+                job = queue.pop()
+            started = time.perf_counter()
+            try:
+                status, body = job()
+            except OSError as exc:
+                status, body = 0, str(exc)
+            elapsed = time.perf_counter() - started
+            with lock:
+                if status == ok:
+                    latencies.append(elapsed)
+                else:
+                    errors.append(f"{status}: {str(body)[:200]}")
+
+    started = time.perf_counter()
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return PhaseResult(name, latencies, errors, time.perf_counter() - started)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--adds", type=int, default=400)
+    parser.add_argument("--suggestions", type=int, default=200)
+    parser.add_argument(
+        "--seed-segments", type=int, default=2000, help="segments imported before the phases"
+    )
+    parser.add_argument("--tokens", type=int, default=30, help="words per suggestion segment")
+    parser.add_argument("--threads", type=int, default=8, help="server threads")
+    parser.add_argument("--db", default=None, help="database URL (default: a fresh SQLite file)")
+    parser.add_argument(
+        "--model", default=None, help="model bundle (default: TM_GUIDE_MODEL or the demo model)"
+    )
+    parser.add_argument("--matches-only", action="store_true", help="suggest without MT")
+    args = parser.parse_args(argv)
+    options = BenchOptions(
+        clients=min(args.clients, 64),
+        adds=args.adds,
+        suggestions=args.suggestions,
+        seed_segments=args.seed_segments,
+        tokens=args.tokens,
+        threads=args.threads,
+        db_url=args.db,
+        model=args.model,
+        translate=not args.matches_only,
+    )
+    with tempfile.TemporaryDirectory(prefix="tm-guide-bench-") as tmp:
+        return bench(options, Path(tmp))
+
+
+def bench(options: BenchOptions, work: Path) -> int:
+    rng = random.Random(options.seed)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("TM_GUIDE_") or k == "TM_GUIDE_MODEL"
+    }
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    env["TM_GUIDE_DB"] = options.db_url or f"sqlite:///{work / 'bench.sqlite'}"
+    env["TM_GUIDE_INDEX_DIR"] = str(work / "index")
+    env["TM_GUIDE_JOBS_DIR"] = str(work / "jobs")
+    if options.model:
+        env["TM_GUIDE_MODEL"] = options.model
+    cli = [sys.executable, "-m", "tm_guide"]
+    made = subprocess.run(
+        [*cli, "keys", "create", "bench", "--scope", "*:write"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    token = made.stdout.strip().splitlines()[-1]
+    port = free_port()
+    command = [*cli, "serve", "--host", "127.0.0.1", "--port", str(port)]
+    command += ["--threads", str(options.threads)]
+    with open(work / "server.log", "wb") as log:
+        server = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        api = Http(port, token)
+        _wait_ready(api, server, work)
+        status, body = api.call(
+            "POST", "/v1/memories", {"name": "bench", "source_lang": "en", "target_lang": "de"}
+        )
+        assert status == 201, body
+        _seed(api, rng, options.seed_segments)
+        before = api.call("GET", "/v1/memories/bench")[1]["segment_count"]
+
+        adds = [
+            (f"{sentence(rng, rng.randint(8, 20))} Ref{i:05d}", f"Satz Ref{i:05d}.")
+            for i in range(options.adds)
+        ]
+        add_jobs = [
+            (
+                lambda s=s, t=t: api.call(
+                    "POST", "/v1/memories/bench/segments", {"source": s, "target": t}
+                )
+            )
+            for s, t in adds
+        ]
+        add_result = run_phase("add", add_jobs, options.clients, 201)
+
+        queries = [sentence(rng, options.tokens) for _ in range(options.suggestions)]
+        suggest_body = {"memories": ["bench"], "options": {"translate": options.translate}}
+        suggest_jobs = [
+            (lambda q=q: api.call("POST", "/v1/suggest", {**suggest_body, "source": q}))
+            for q in queries
+        ]
+        suggest_result = run_phase("suggest", suggest_jobs, options.clients, 200)
+
+        after = api.call("GET", "/v1/memories/bench")[1]["segment_count"]
+        found = sum(
+            1
+            for s, _ in adds
+            if any(
+                h["source"] == s
+                for h in api.call(
+                    "GET", "/v1/memories/bench/concordance?q=" + s.rsplit(" ", 1)[-1] + "&limit=5"
+                )[1]["segments"]
+            )
+        )
+        metrics = _stage_means(port)
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+
+    print(
+        f"server: 1 worker x {options.threads} threads, {options.clients} clients, "
+        f"db {'sqlite' if env['TM_GUIDE_DB'].startswith('sqlite') else 'postgresql'}, "
+        f"translate={options.translate}, {os.cpu_count()} CPUs"
+    )
+    print(
+        f"{'phase':<10} {'requests':>8} {'errors':>7} {'req/s':>10} "
+        f"{'p50 ms':>9} {'p95 ms':>9} {'max ms':>9}"
+    )
+    print(add_result.row())
+    print(suggest_result.row())
+    if metrics:
+        print(
+            "mean stage time per suggestion (ms): "
+            + ", ".join(f"{k} {v:.1f}" for k, v in metrics.items())
+        )
+    lost = len(add_result.latencies) - (after - before)
+    verdict = "OK" if lost == 0 and found == len(adds) else "LOST OR DOUBLED"
+    print(
+        f"writes: {len(add_result.latencies)} acknowledged, memory grew by {after - before}, "
+        f"{found}/{len(adds)} found again by concordance -> {verdict}"
+    )
+    for error in (add_result.errors + suggest_result.errors)[:5]:
+        print("error:", error)
+    failed = add_result.errors or suggest_result.errors or lost != 0 or found != len(adds)
+    return 1 if failed else 0
+
+
+def _wait_ready(api: Http, server: subprocess.Popen[bytes], work: Path) -> None:
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise SystemExit("server exited:\n" + (work / "server.log").read_text(errors="replace"))
+        try:
+            status, body = api.call("GET", "/ready")
+            if status == 200:
+                return
+            if (
+                status == 503
+                and "database" in body.get("checks", {})
+                and "model" in body["checks"]
+                and body["checks"]["model"].startswith("error")
+            ):
+                print(f"note: model not available ({body['checks']['model']})", file=sys.stderr)
+                return
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise SystemExit("server not ready in time")
+
+
+def _seed(api: Http, rng: random.Random, count: int) -> None:
+    """Import `count` pairs as one TMX job, as a memory that has history."""
+    if count <= 0:
+        return
+    from xml.sax.saxutils import escape
+
+    units = "".join(
+        f'<tu><tuv xml:lang="en"><seg>{escape(sentence(rng, rng.randint(6, 30)))}</seg></tuv>'
+        f'<tuv xml:lang="de"><seg>Übersetzung {i}.</seg></tuv></tu>'
+        for i in range(count)
+    )
+    tmx = (
+        '<?xml version="1.0" encoding="UTF-8"?><tmx version="1.4">'
+        '<header srclang="en" datatype="plaintext" segtype="sentence" adminlang="en" '
+        'creationtool="bench" creationtoolversion="1" o-tmf="bench"/>'
+        f"<body>{units}</body></tmx>"
+    ).encode()
+    conn = http.client.HTTPConnection("127.0.0.1", api.port, timeout=600)
+    conn.request(
+        "POST", "/v1/memories/bench/imports", tmx, {"Authorization": f"Bearer {api.token}"}
+    )
+    response = conn.getresponse()
+    job = json.loads(response.read())
+    conn.close()
+    assert response.status == 202, job
+    while True:
+        status, state = api.call("GET", job["status_url"])
+        if state["status"] == "failed":
+            raise SystemExit(f"seed import failed: {state['error']}")
+        if state["status"] == "succeeded":
+            return
+        time.sleep(0.5)
+
+
+def _stage_means(port: int) -> dict[str, float]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    conn.request("GET", "/metrics")
+    text = conn.getresponse().read().decode()
+    conn.close()
+    sums: dict[str, float] = {}
+    counts: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith("tm_guide_stage_duration_seconds_sum"):
+            stage = line.split('stage="', 1)[1].split('"', 1)[0]
+            sums[stage] = float(line.rsplit(" ", 1)[1])
+        elif line.startswith("tm_guide_stage_duration_seconds_count"):
+            stage = line.split('stage="', 1)[1].split('"', 1)[0]
+            counts[stage] = float(line.rsplit(" ", 1)[1])
+    return {stage: sums[stage] / counts[stage] * 1000 for stage in sums if counts.get(stage)}
+
+
+if __name__ == "__main__":
+    sys.exit(main())
