@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import random
+import warnings
 from pathlib import Path
 
 import pytest
@@ -76,13 +77,15 @@ def tiny_marian_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     vocab = {processor.id_to_piece(i): i for i in range(processor.get_piece_size())}
     vocab["<pad>"] = len(vocab)  # Marian keeps <pad> last; CTranslate2 drops it
     (out / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
-    tokenizer = transformers.MarianTokenizer(
-        str(out / "source.spm"),
-        str(out / "target.spm"),
-        str(out / "vocab.json"),
-        source_lang="en",
-        target_lang="de",
-    )
+    with warnings.catch_warnings():  # it recommends sacremoses, which Marian does not need
+        warnings.filterwarnings("ignore", message="Recommended: pip install sacremoses")
+        tokenizer = transformers.MarianTokenizer(
+            str(out / "source.spm"),
+            str(out / "target.spm"),
+            str(out / "vocab.json"),
+            source_lang="en",
+            target_lang="de",
+        )
     tokenizer.save_pretrained(out)
     config = transformers.MarianConfig(
         vocab_size=len(vocab),

@@ -173,7 +173,7 @@ def convert_checkpoint(options: ConvertOptions) -> Path:
             source.build_converter().convert(
                 str(ct2_dir), quantization=options.quantization, force=True
             )
-        except (OSError, ValueError, RuntimeError, KeyError, ImportError) as exc:
+        except Exception as exc:  # converters raise anything from pickle to KeyError
             raise ModelError(
                 f"{options.checkpoint}: CTranslate2 could not convert this {options.source_format} "
                 f"checkpoint ({type(exc).__name__}: {exc})"
@@ -246,8 +246,7 @@ def write_bundle(
 def _check_options(options: ConvertOptions) -> None:
     if options.source_format not in SOURCES:
         raise InvalidInput(
-            f"unknown checkpoint format {options.source_format!r} "
-            f"(one of {', '.join(SOURCES)})",
+            f"unknown checkpoint format {options.source_format!r} (one of {', '.join(SOURCES)})",
             field="source_format",
         )
     if options.quantization not in QUANTIZATIONS:

@@ -1,0 +1,110 @@
+"""`tm-guide model convert`: a Marian checkpoint becomes a bundle that scores like the original."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tm_guide.errors import InvalidInput, ModelError
+from tm_guide.model import Bundle
+from tm_guide.model.convert import ConvertOptions, convert_checkpoint
+
+# transformers' Marian tokenizer asks for an optional package the conversion does not need.
+pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
+
+
+def _options(checkpoint: Path, output: Path, **changes: object) -> ConvertOptions:
+    fields: dict[str, object] = {
+        "source_format": "transformers",
+        "checkpoint": checkpoint,
+        "output_dir": output,
+        "source_lang": "en",
+        "target_lang": "de",
+        "quantization": "int8",
+    }
+    fields.update(changes)
+    return ConvertOptions(**fields)  # type: ignore[arg-type]
+
+
+def test_converted_bundle_scores_like_the_transformers_model(
+    tiny_marian_checkpoint: Path, tiny_bundle: Bundle
+) -> None:
+    """Float32 conversion keeps the model: same log-probs, so source </s> and vocab are right."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    model = transformers.MarianMTModel.from_pretrained(tiny_marian_checkpoint).eval()
+    vocab = json.loads((tiny_marian_checkpoint / "vocab.json").read_text(encoding="utf-8"))
+
+    source = tiny_bundle.encode_source("Select the cells and click the button.")
+    target = tiny_bundle.encode_target("Wählen Sie die Zellen aus.")
+    ct2 = tiny_bundle.translator.score_batch([tiny_bundle.source_input(source)], [target])[0]
+
+    eos, pad = vocab["</s>"], vocab["<pad>"]
+    src_ids = torch.tensor([[vocab[p] for p in source] + [eos]])
+    tgt_ids = [vocab[p] for p in target] + [eos]
+    with torch.no_grad():
+        logits = model(
+            input_ids=src_ids, decoder_input_ids=torch.tensor([[pad] + tgt_ids[:-1]])
+        ).logits[0]
+    logits[:, pad] = float("-inf")  # CTranslate2's vocabulary has no <pad> column
+    expected = torch.log_softmax(logits, dim=-1)[range(len(tgt_ids)), tgt_ids].tolist()
+    assert ct2.log_probs == pytest.approx(expected, abs=1e-4)
+
+
+def test_int8_conversion_loads_and_translates(tiny_marian_checkpoint: Path, tmp_path: Path) -> None:
+    output = convert_checkpoint(_options(tiny_marian_checkpoint, tmp_path / "int8", name="tiny8"))
+    bundle = Bundle.load(output, intra_threads=1)
+    assert bundle.card.quantization == "int8"
+    assert bundle.card.name == "tiny8"
+    assert json.loads((output / "config.json").read_text())["add_source_eos"] is False
+    result = bundle.translator.translate_batch(
+        [bundle.source_input(bundle.encode_source("Open the file menu."))], max_decoding_length=8
+    )
+    assert isinstance(bundle.decode_target(result[0].hypotheses[0]), str)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no leftovers
+
+
+def test_existing_output_is_kept_without_force(
+    tiny_marian_checkpoint: Path, tmp_path: Path
+) -> None:
+    output = tmp_path / "bundle"
+    output.mkdir()
+    (output / "keep.txt").write_text("mine")
+    with pytest.raises(InvalidInput, match="already exists"):
+        convert_checkpoint(_options(tiny_marian_checkpoint, output))
+    assert (output / "keep.txt").read_text() == "mine"
+
+
+def test_bad_options_are_named(tiny_marian_checkpoint: Path, tmp_path: Path) -> None:
+    with pytest.raises(InvalidInput, match="quantization 'int4'"):
+        convert_checkpoint(_options(tiny_marian_checkpoint, tmp_path / "a", quantization="int4"))
+    with pytest.raises(InvalidInput, match="format 'marian-npz'"):
+        convert_checkpoint(
+            _options(tiny_marian_checkpoint, tmp_path / "b", source_format="marian-npz")
+        )
+    with pytest.raises(InvalidInput, match="--source-spm"):
+        convert_checkpoint(
+            _options(
+                tiny_marian_checkpoint / "model.safetensors",
+                tmp_path / "c",
+                source_format="opennmt-py",
+            )
+        )
+
+
+def test_unconvertible_checkpoint_gives_model_error(
+    tiny_marian_checkpoint: Path, tmp_path: Path
+) -> None:
+    not_a_model = tmp_path / "model.pt"
+    not_a_model.write_bytes(b"not a pickle")
+    options = _options(
+        not_a_model,
+        tmp_path / "out",
+        source_format="opennmt-py",
+        source_spm=tiny_marian_checkpoint / "source.spm",
+    )
+    with pytest.raises(ModelError, match="could not convert this opennmt-py checkpoint"):
+        convert_checkpoint(options)
+    assert not (tmp_path / "out").exists()

@@ -1,0 +1,152 @@
+"""`tm-guide model`: convert a checkpoint into a bundle, export it as an archive, show its card."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from tm_guide.config import Settings
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    from tm_guide.model.convert import QUANTIZATIONS, SOURCES
+
+    parser = subparsers.add_parser("model", help="convert, export and inspect model bundles")
+    commands = parser.add_subparsers(dest="model_command", metavar="COMMAND")
+    commands.required = True
+
+    convert = commands.add_parser(
+        "convert",
+        help="turn a Marian/OPUS-MT, OpenNMT-py or fairseq checkpoint into a bundle",
+        description="Convert a checkpoint with CTranslate2, copy its SentencePiece models to "
+        "source.spm/target.spm and write model_card.json with the checksum of every file.",
+    )
+    convert.add_argument("checkpoint", type=Path, help="transformers directory or .pt file")
+    convert.add_argument("output", type=Path, help="bundle directory to create")
+    convert.add_argument(
+        "--format",
+        dest="source_format",
+        choices=sorted(SOURCES),
+        default="transformers",
+        help="checkpoint format (default: transformers)",
+    )
+    convert.add_argument("--source-lang", required=True, help="e.g. en")
+    convert.add_argument("--target-lang", required=True, help="e.g. de")
+    convert.add_argument(
+        "--quantization", choices=QUANTIZATIONS, default="int8", help="weight type (default: int8)"
+    )
+    convert.add_argument("--source-spm", type=Path, help="source SentencePiece model")
+    convert.add_argument(
+        "--target-spm", type=Path, help="target SentencePiece model (default: the source one)"
+    )
+    convert.add_argument("--name", default="", help="model name (default: the output's name)")
+    convert.add_argument(
+        "--fairseq-data-dir",
+        type=Path,
+        help="fairseq: directory with dict.<lang>.txt (default: the .pt's)",
+    )
+    convert.add_argument("--training-data", default="", help="what the model was trained on")
+    convert.add_argument("--force", action="store_true", help="replace an existing output")
+    convert.set_defaults(func=convert_command)
+
+    export = commands.add_parser(
+        "export",
+        help="write a bundle as one .tar.gz or .zip archive with a .sha256 file",
+    )
+    export.add_argument("output", type=Path, help="archive path ending in .tar.gz, .tgz or .zip")
+    export.add_argument(
+        "--model",
+        type=Path,
+        default=None,
+        help="bundle directory (default: $TM_GUIDE_MODEL or the demo model)",
+    )
+    export.add_argument("--force", action="store_true", help="replace an existing archive")
+    export.set_defaults(func=export_command)
+
+    info = commands.add_parser("info", help="verify a bundle and print its model card")
+    info.add_argument(
+        "--model",
+        type=Path,
+        default=None,
+        help="bundle directory or archive (default: $TM_GUIDE_MODEL or the demo model)",
+    )
+    info.add_argument("--json", action="store_true", help="print the card as JSON")
+    info.set_defaults(func=info_command)
+
+
+def _model_path(args: argparse.Namespace) -> Path:
+    return args.model if args.model is not None else Settings.from_env(args.db).model_path
+
+
+def convert_command(args: argparse.Namespace) -> int:
+    from tm_guide.model.convert import ConvertOptions, convert_checkpoint
+
+    options = ConvertOptions(
+        source_format=args.source_format,
+        checkpoint=args.checkpoint,
+        output_dir=args.output,
+        source_lang=args.source_lang,
+        target_lang=args.target_lang,
+        quantization=args.quantization,
+        source_spm=args.source_spm,
+        target_spm=args.target_spm,
+        name=args.name,
+        fairseq_data_dir=args.fairseq_data_dir,
+        training_data=args.training_data,
+        force=args.force,
+    )
+    print(convert_checkpoint(options))
+    return 0
+
+
+def export_command(args: argparse.Namespace) -> int:
+    from tm_guide.model.archive import ExportOptions, export_bundle
+
+    result = export_bundle(ExportOptions(_model_path(args), args.output, force=args.force))
+    print(f"{result.sha256}  {result.archive}")
+    print(f"checksum written to {result.checksum_file}", file=sys.stderr)
+    return 0
+
+
+def info_command(args: argparse.Namespace) -> int:
+    from tm_guide.model import Bundle
+
+    bundle = Bundle.load(_model_path(args))
+    card = bundle.card
+    if args.json:
+        print(json.dumps(card.to_dict(), indent=2, ensure_ascii=False))
+        return 0
+    vocab = bundle.vocabularies
+    metrics = card.metrics
+    rows = [
+        ("name", card.name),
+        ("path", str(bundle.path)),
+        ("languages", f"{card.source_lang} -> {card.target_lang}"),
+        ("architecture", card.architecture),
+        ("quantization", card.quantization),
+        ("vocabulary", f"{len(vocab.source)} source / {len(vocab.target)} target tokens"),
+        ("source eos", "appended" if card.add_source_eos else "not used"),
+        ("ctranslate2", card.ctranslate2_version),
+        ("tokenizer id", bundle.tokenizer_id),
+        ("training data", _short(card.training_data)),
+        ("BLEU", _metric(metrics.bleu)),
+        ("chrF", _metric(metrics.chrf)),
+        ("test set", metrics.test_set or "-"),
+        ("files", ", ".join(sorted(card.files))),
+    ]
+    width = max(len(label) for label, _ in rows)
+    for label, value in rows:
+        print(f"{label:<{width}}  {value}")
+    return 0
+
+
+def _metric(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def _short(value: object) -> str:
+    if isinstance(value, str):
+        return value or "-"
+    return json.dumps(value, ensure_ascii=False)

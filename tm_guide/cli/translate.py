@@ -1,0 +1,79 @@
+"""`tm-guide translate`: unguided translation of lines from stdin or a file, one per line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from tm_guide.config import Settings
+from tm_guide.errors import InvalidInput
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    parser = subparsers.add_parser(
+        "translate",
+        help="translate lines with the model alone (no translation memory)",
+        description="Read one segment per line from FILE (or stdin) and print one translation "
+        "per line, in the same order.",
+    )
+    parser.add_argument("input", nargs="?", type=Path, help="input file (default: stdin)")
+    parser.add_argument("-o", "--output", type=Path, help="output file (default: stdout)")
+    parser.add_argument(
+        "--model",
+        type=Path,
+        default=None,
+        help="bundle directory or archive (default: $TM_GUIDE_MODEL or the demo model)",
+    )
+    parser.add_argument(
+        "--device",
+        choices=("cpu", "cuda", "auto"),
+        default=None,
+        help="default: $TM_GUIDE_DEVICE or cpu",
+    )
+    parser.add_argument("--beam-size", type=int, default=5)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--max-length", type=int, default=256, help="maximum target tokens")
+    parser.add_argument("--threads", type=int, default=0, help="CPU threads (0: default)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    parser.set_defaults(func=translate_command)
+
+
+def translate_command(args: argparse.Namespace) -> int:
+    from tm_guide.model import Bundle
+    from tm_guide.model.translator import UnguidedOptions, translate_lines
+
+    settings = Settings.from_env(args.db)
+    options = UnguidedOptions(
+        beam_size=args.beam_size,
+        batch_size=args.batch_size,
+        max_length=args.max_length,
+        device=args.device or settings.device,
+        threads=args.threads,
+        progress=not args.no_progress,
+    )
+    lines = _read_lines(args.input)
+    bundle = Bundle.load(
+        args.model if args.model is not None else settings.model_path,
+        device=options.device,
+        compute_type=options.compute_type,
+        intra_threads=options.threads,
+    )
+    translations = translate_lines(bundle, lines, options)
+    text = "".join(t + "\n" for t in translations)
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        args.output.write_text(text, encoding="utf-8")
+    return 0
+
+
+def _read_lines(path: Path | None) -> list[str]:
+    if path is None:
+        return sys.stdin.read().splitlines()
+    try:
+        return path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError as exc:
+        raise InvalidInput(f"{path}: no such file", field="input") from exc
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"{path}: not UTF-8 text (byte {exc.start})", field="input") from exc
