@@ -1,0 +1,131 @@
+"""gettext PO/MO import: translated entries become records; the rest is skipped and counted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polib
+import pytest
+
+from tm_guide.errors import ImportFormatError
+from tm_guide.formats import read_mo, read_po
+
+from .helpers import DATA, without_lines, write
+
+EXPECTED = [
+    ("Open file", "Datei öffnen", None),
+    ("Open", "Öffnen", "menu"),
+    ("Open", "Offen", "state"),
+    ("%d file", "%d Datei", None),
+    ("%d files", "%d Dateien", None),
+    ("A long message split over lines", "Eine lange Nachricht über mehrere Zeilen", None),
+]
+
+
+def pairs(records: list) -> list[tuple[str, str, str | None]]:
+    return [(r.source, r.target, r.context) for r in records]
+
+
+def test_po_translated_entries_with_context_and_plurals() -> None:
+    reader = read_po(DATA / "de.po", "en", "de")
+    records = list(reader)
+    assert pairs(records) == EXPECTED
+    assert reader.stats.skipped == {"fuzzy": 1, "untranslated": 2, "obsolete": 1}
+
+
+def test_po_records_carry_lines_and_comments() -> None:
+    records = list(read_po(DATA / "de.po", "en", "de"))
+    first = records[0]
+    assert first.line == 11  # the entry starts with its comments
+    assert first.props == {
+        "note": "Translator: keep it short.",
+        "x-po-comment": "Shown in the File menu",
+        "x-po-references": "src/menu.c:12 src/toolbar.c:40",
+    }
+    assert records[3].line == records[4].line  # both plural records come from one entry
+
+
+def test_mo_gives_the_same_records_as_its_po(tmp_path: Path) -> None:
+    mo_path = tmp_path / "de.mo"
+    polib.pofile(str(DATA / "de.po")).save_as_mofile(str(mo_path))
+    reader = read_mo(mo_path, "en", "de")
+    mo_records = list(reader)
+    # MO files keep no comments, fuzzy or obsolete entries, and no lines
+    po_records = [(r.source, r.target, r.context) for r in read_po(DATA / "de.po", "en", "de")]
+    assert sorted(pairs(mo_records), key=str) == sorted(po_records, key=str)
+    assert all(r.line is None for r in mo_records)
+    assert without_lines(mo_records) == mo_records
+
+
+def test_language_with_one_plural_form(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "ja.po",
+        'msgid ""\nmsgstr ""\n"Language: ja\\n"\n"Plural-Forms: nplurals=1; plural=0;\\n"\n\n'
+        'msgid "%d file"\nmsgid_plural "%d files"\nmsgstr[0] "%d ファイル"\n',
+    )
+    assert pairs(list(read_po(path, "en", "ja"))) == [
+        ("%d file", "%d ファイル", None),
+        ("%d files", "%d ファイル", None),
+    ]
+
+
+def test_extra_plural_forms_are_counted(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "pl.po",
+        'msgid ""\nmsgstr ""\n"Language: pl\\n"\n\n'
+        'msgid "%d file"\nmsgid_plural "%d files"\n'
+        'msgstr[0] "%d plik"\nmsgstr[1] "%d pliki"\nmsgstr[2] "%d plików"\n',
+    )
+    reader = read_po(path, "en", "pl")
+    assert pairs(list(reader)) == [("%d file", "%d plik", None), ("%d files", "%d pliki", None)]
+    assert reader.stats.skipped == {"plural forms beyond the second": 1}
+
+
+def test_catalogue_for_another_language_is_refused() -> None:
+    with pytest.raises(ImportFormatError) as caught:
+        list(read_po(DATA / "de.po", "en", "fr"))
+    assert "'de'" in str(caught.value) and "'fr'" in str(caught.value)
+
+
+def test_language_variant_of_the_memory_is_accepted() -> None:
+    assert len(list(read_po(DATA / "de.po", "en-US", "de-AT"))) == len(EXPECTED)
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "what"),
+    [
+        ('msgid "a"\nmsgstr "b"\n\nmsgid "c"\nmsgstr "d\n', 5, "unterminated"),
+        ('msgid "a"\nmsgstr "b"\n\nmsgid "c"\nmsgtsr "d"\n', 5, "expected msgctxt"),
+        ('msgid "a"\nmsgstr "b"\nstray text\n', 3, "expected msgctxt"),
+    ],
+)
+def test_po_syntax_errors_name_the_line(tmp_path: Path, text: str, line: int, what: str) -> None:
+    path = write(tmp_path / "bad.po", text)
+    with pytest.raises(ImportFormatError) as caught:
+        list(read_po(path, "en", "de"))
+    assert caught.value.line == line
+    assert f"bad.po:{line}" in str(caught.value)
+    assert what in str(caught.value)
+
+
+def test_po_in_a_wrong_encoding_names_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.po"
+    path.write_bytes(
+        b'msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n\n'
+        b'msgid "a"\nmsgstr "gr\xfc\xdf"\n'
+    )
+    with pytest.raises(ImportFormatError) as caught:
+        list(read_po(path, "en", "de"))
+    assert caught.value.line == 6
+
+
+def test_broken_mo_and_missing_files(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.mo"
+    broken.write_bytes(b"not a catalogue at all")
+    with pytest.raises(ImportFormatError) as caught:
+        list(read_mo(broken, "en", "de"))
+    assert "magic number" in str(caught.value)
+    for reader in (read_po, read_mo):
+        with pytest.raises(ImportFormatError) as caught:
+            list(reader(tmp_path / "missing.po", "en", "de"))
+        assert str(caught.value).endswith("missing.po: no such file")
