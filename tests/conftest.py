@@ -114,18 +114,20 @@ def tiny_bundle_dir(tiny_marian_checkpoint: Path, tmp_path_factory: pytest.TempP
     from tm_guide.model.convert import ConvertOptions, convert_checkpoint
 
     out = tmp_path_factory.mktemp("tiny-bundle") / "tiny-en-de"
-    return convert_checkpoint(
-        ConvertOptions(
-            source_format="transformers",
-            checkpoint=tiny_marian_checkpoint,
-            output_dir=out,
-            source_lang="en",
-            target_lang="de",
-            quantization="float32",
-            name="tiny-en-de",
-            training_data="random weights (test fixture)",
+    with warnings.catch_warnings():  # the converter loads the tokenizer (see above)
+        warnings.filterwarnings("ignore", message="Recommended: pip install sacremoses")
+        return convert_checkpoint(
+            ConvertOptions(
+                source_format="transformers",
+                checkpoint=tiny_marian_checkpoint,
+                output_dir=out,
+                source_lang="en",
+                target_lang="de",
+                quantization="float32",
+                name="tiny-en-de",
+                training_data="random weights (test fixture)",
+            )
         )
-    )
 
 
 @pytest.fixture(scope="session")

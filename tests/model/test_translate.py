@@ -1,0 +1,112 @@
+"""Unguided translation of many lines (library and `tm-guide translate` / `tm-guide model`)."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from tm_guide.cli import main
+from tm_guide.errors import InvalidInput
+from tm_guide.model import Bundle
+from tm_guide.model.translator import UnguidedOptions, translate_lines
+
+LINES = [
+    "Choose Format - Cells and select the font.",
+    "",
+    "Click OK.",
+    "Open the print dialog to print the selected sheet range.",
+    "Insert a new row.",
+]
+OPTIONS = UnguidedOptions(beam_size=2, batch_size=1, max_length=10)
+
+
+def test_translations_come_back_in_input_order(tiny_bundle: Bundle) -> None:
+    """Lines are batched by length internally; each output still belongs to its input line."""
+    together = translate_lines(tiny_bundle, LINES, OPTIONS)
+    one_by_one = [translate_lines(tiny_bundle, [line], OPTIONS)[0] for line in LINES]
+    assert together == one_by_one
+    assert together[1] == ""
+    assert all(together[i] for i in (0, 2, 3, 4))
+
+
+def test_batching_keeps_every_line(tiny_bundle: Bundle) -> None:
+    lines = [f"Select {n} cells in row {n}." for n in range(1, 12)]
+    outputs = translate_lines(tiny_bundle, lines, UnguidedOptions(beam_size=1, batch_size=4))
+    assert len(outputs) == len(lines)
+    assert all(isinstance(o, str) and o for o in outputs)
+
+
+def test_options_are_checked() -> None:
+    with pytest.raises(InvalidInput, match="beam_size must be at least 1"):
+        UnguidedOptions(beam_size=0)
+
+
+def test_translate_command_reads_a_file(
+    tiny_bundle: Bundle, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "in.txt"
+    source.write_text("\n".join(LINES) + "\n", encoding="utf-8")
+    args = ["translate", str(source), "--model", str(tiny_bundle.path), "--beam-size", "2"]
+    args += ["--batch-size", "1", "--max-length", "10"]
+    assert main(args) == 0
+    captured = capsys.readouterr()
+    assert captured.out.splitlines() == translate_lines(tiny_bundle, LINES, OPTIONS)
+    assert "translating" in captured.err  # progress bar on stderr
+
+
+def test_translate_command_reads_stdin(
+    tiny_bundle: Bundle, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("TM_GUIDE_MODEL", str(tiny_bundle.path))
+    monkeypatch.setattr("sys.stdin", io.StringIO("Click OK.\nInsert a new row.\n"))
+    assert main(["translate", "--no-progress", "--beam-size", "2", "--max-length", "10"]) == 0
+    captured = capsys.readouterr()
+    expected = translate_lines(tiny_bundle, ["Click OK.", "Insert a new row."], OPTIONS)
+    assert captured.out.splitlines() == expected
+    assert captured.err == ""
+
+
+def test_translate_command_reports_a_broken_model(
+    bundle_copy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (bundle_copy / "model.bin").write_bytes(b"broken")
+    source = tmp_path / "in.txt"
+    source.write_text("Click OK.\n", encoding="utf-8")
+    assert main(["translate", str(source), "--model", str(bundle_copy)]) == 2
+    assert "model.bin: checksum mismatch" in capsys.readouterr().err
+
+
+def test_model_info_prints_the_card(
+    tiny_bundle: Bundle, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["model", "info", "--model", str(tiny_bundle.path)]) == 0
+    out = capsys.readouterr().out
+    assert "en -> de" in out and "tiny-en-de" in out and tiny_bundle.tokenizer_id in out
+    assert main(["model", "info", "--model", str(tiny_bundle.path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["files"] == tiny_bundle.card.files
+
+
+def test_model_export_command_prints_the_checksum(
+    tiny_bundle: Bundle, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    archive = tmp_path / "tiny.zip"
+    assert main(["model", "export", str(archive), "--model", str(tiny_bundle.path)]) == 0
+    printed = capsys.readouterr().out.split()
+    assert printed == [(tmp_path / "tiny.zip.sha256").read_text().split()[0], str(archive)]
+
+
+@pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
+def test_model_convert_command(
+    tiny_marian_checkpoint: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    output = tmp_path / "converted"
+    args = ["model", "convert", str(tiny_marian_checkpoint), str(output)]
+    args += ["--source-lang", "en", "--target-lang", "de", "--quantization", "int8_float32"]
+    assert main(args) == 0
+    assert capsys.readouterr().out.strip() == str(output)
+    assert Bundle.load(output).card.quantization == "int8_float32"
+    assert main(args) == 1  # exists already: refused without --force
+    assert "already exists" in capsys.readouterr().err
