@@ -6,6 +6,7 @@ import os
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import IO, Union
 
 from tm_guide.records import SegmentRecord
@@ -65,11 +66,13 @@ class RecordReader(Iterator[SegmentRecord]):
         return record
 
 
+@lru_cache(maxsize=1024)  # a file uses a handful of tags, each on every unit
 def normalize_lang(tag: str) -> str:
     """'de_DE' and 'DE-de' both become 'de-de' (BCP 47 tags compare case-insensitively)."""
     return tag.strip().replace("_", "-").lower()
 
 
+@lru_cache(maxsize=1024)
 def primary_subtag(tag: str) -> str:
     return normalize_lang(tag).split("-", 1)[0]
 

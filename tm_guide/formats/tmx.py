@@ -115,6 +115,7 @@ class _TmxParser:
             context = etree.iterparse(
                 self.source,
                 events=("start", "end"),
+                tag=("tmx", "header", "tu"),  # fewer events: other elements are read via <tu>
                 resolve_entities=False,
                 no_network=True,
                 huge_tree=False,
@@ -124,10 +125,10 @@ class _TmxParser:
                 remove_pis=True,
             )
             for event, element in context:
+                if not seen_root:  # the root and the DOCTYPE exist once any element is seen
+                    seen_root = True
+                    self.check_root(element.getroottree().getroot())
                 if event == "start":
-                    if not seen_root:
-                        seen_root = True
-                        self.check_root(element)
                     continue
                 tag = element.tag
                 if tag == "tu":
@@ -148,6 +149,8 @@ class _TmxParser:
             raise self.error(None, "no such file") from None
         except OSError as exc:
             raise self.error(None, f"cannot read the file: {exc}") from None
+        if not seen_root and context.root is not None:
+            self.check_root(context.root)
         if not seen_header:
             raise self.error(None, "not a TMX file: no <header> element")
 
