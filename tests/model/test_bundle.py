@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import ctranslate2
 import pytest
 
 from tm_guide.errors import ModelError
@@ -33,6 +34,14 @@ def test_card_describes_the_bundle(tiny_bundle: Bundle) -> None:
     assert card.architecture == "MarianMTModel"
     assert card.add_source_eos is True
     assert {"model.bin", "config.json", "source.spm", "target.spm"} <= set(card.files)
+    vocabulary = tiny_bundle.vocabularies
+    assert card.vocabulary == {
+        "shared": True,
+        "source_tokens": len(vocabulary.source),
+        "target_tokens": len(vocabulary.target),
+        "spm_shared": True,
+    }
+    assert tiny_bundle.source_sp.get_piece_size() == len(vocabulary.target)  # <pad> dropped
 
 
 def test_encode_decode_round_trip(tiny_bundle: Bundle) -> None:
@@ -52,3 +61,13 @@ def test_language_pair_mismatch_is_refused(tiny_bundle: Bundle) -> None:
     tiny_bundle.require_languages("en-US", "de_DE")
     with pytest.raises(ModelError, match="en->de, not en->fr"):
         tiny_bundle.require_languages("en", "fr")
+
+
+@pytest.mark.skipif(ctranslate2.get_cuda_device_count() == 0, reason="no CUDA device")
+def test_cuda_translation_matches_cpu(tiny_bundle: Bundle, tiny_bundle_dir: Path) -> None:
+    gpu = Bundle.load(tiny_bundle_dir, device="auto")
+    assert gpu.translator.device == "cuda"
+    batch = [tiny_bundle.source_input(tiny_bundle.encode_source("Insert a new row."))]
+    cpu_out = tiny_bundle.translator.translate_batch(batch, beam_size=2, max_decoding_length=8)
+    gpu_out = gpu.translator.translate_batch(batch, beam_size=2, max_decoding_length=8)
+    assert gpu_out[0].hypotheses == cpu_out[0].hypotheses

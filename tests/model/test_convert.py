@@ -84,6 +84,8 @@ def test_bad_options_are_named(tiny_marian_checkpoint: Path, tmp_path: Path) -> 
         convert_checkpoint(
             _options(tiny_marian_checkpoint, tmp_path / "b", source_format="marian-npz")
         )
+    with pytest.raises(InvalidInput, match="target_lang 'German' is not a language tag"):
+        convert_checkpoint(_options(tiny_marian_checkpoint, tmp_path / "d", target_lang="German"))
     with pytest.raises(InvalidInput, match="--source-spm"):
         convert_checkpoint(
             _options(

@@ -82,6 +82,12 @@ def test_card_without_language_is_named(bundle_copy: Path) -> None:
         Bundle.load(bundle_copy)
 
 
+def test_card_language_that_is_no_language_tag_is_named(bundle_copy: Path) -> None:
+    _rewrite_card(bundle_copy, source_lang="English")
+    with pytest.raises(ModelError, match="field 'source_lang' is 'English', not a language tag"):
+        Bundle.load(bundle_copy)
+
+
 def test_card_that_is_not_json_gives_its_line(bundle_copy: Path) -> None:
     (bundle_copy / CARD_FILE).write_text('{\n  "name": "x",\n  oops\n}\n', encoding="utf-8")
     with pytest.raises(ModelError, match=r"model_card\.json:3: invalid JSON"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,8 @@ from tm_guide.errors import ModelError
 
 CARD_FILE = "model_card.json"
 _HASH_CHUNK = 1 << 20
+# A BCP-47-like language tag: en, de-CH, pt_BR, zh-Hant-TW.
+_LANGUAGE_TAG = re.compile(r"^[A-Za-z]{2,3}([-_][A-Za-z0-9]{2,8})*$")
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,7 @@ class ModelCard:
     add_source_eos: bool = False
     ctranslate2_version: str = ""
     training_data: Any = ""
+    vocabulary: dict[str, Any] = field(default_factory=dict)  # sizes, shared or not
     metrics: Metrics = field(default_factory=Metrics)
     files: dict[str, str] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
@@ -54,6 +58,12 @@ class ModelCard:
             value = data.get(name)
             if not isinstance(value, str) or not value.strip():
                 raise ModelError(f"{where}: field {name!r} is missing or not a non-empty string")
+        for name in ("source_lang", "target_lang"):
+            if not is_language_tag(data[name]):
+                raise ModelError(
+                    f"{where}: field {name!r} is {data[name]!r}, "
+                    "not a language tag like en or de-CH"
+                )
         if not isinstance(data.get("add_source_eos", False), bool):
             raise ModelError(f"{where}: field 'add_source_eos' must be true or false")
         files = data.get("files", {})
@@ -61,6 +71,9 @@ class ModelCard:
             isinstance(k, str) and isinstance(v, str) for k, v in files.items()
         ):
             raise ModelError(f"{where}: field 'files' must map file names to sha256 strings")
+        vocabulary = data.get("vocabulary") or {}
+        if not isinstance(vocabulary, dict):
+            raise ModelError(f"{where}: field 'vocabulary' must be an object")
         metrics = data.get("metrics") or {}
         if not isinstance(metrics, dict):
             raise ModelError(f"{where}: field 'metrics' must be an object")
@@ -74,6 +87,7 @@ class ModelCard:
             add_source_eos=bool(data.get("add_source_eos", False)),
             ctranslate2_version=str(data.get("ctranslate2_version", "")),
             training_data=data.get("training_data", ""),
+            vocabulary=dict(vocabulary),
             metrics=Metrics(
                 bleu=_optional_float(metrics.get("bleu"), f"{where}: metrics.bleu"),
                 chrf=_optional_float(metrics.get("chrf"), f"{where}: metrics.chrf"),
@@ -108,6 +122,10 @@ class ModelCard:
             json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
         )
         return path
+
+
+def is_language_tag(value: str) -> bool:
+    return bool(_LANGUAGE_TAG.match(value))
 
 
 def _optional_float(value: Any, where: str) -> float | None:

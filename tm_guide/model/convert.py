@@ -27,7 +27,7 @@ from tm_guide.model.bundle import (
     read_vocabularies,
     verify_files,
 )
-from tm_guide.model.card import ModelCard, checksum_files
+from tm_guide.model.card import ModelCard, checksum_files, is_language_tag
 
 QUANTIZATIONS = ("int8", "int8_float32", "float16", "float32")
 # Architectures whose original tokenizer appends </s> to the source although CTranslate2's
@@ -235,6 +235,13 @@ def write_bundle(
         load_spm(ct2_dir / TARGET_SPM), vocabularies.target, TARGET_SPM, vocabularies.target_file
     )
 
+    fields["vocabulary"] = {
+        "shared": vocabularies.source_file == vocabularies.target_file,
+        "source_tokens": len(vocabularies.source),
+        "target_tokens": len(vocabularies.target),
+        "spm_shared": (ct2_dir / SOURCE_SPM).read_bytes() == (ct2_dir / TARGET_SPM).read_bytes(),
+        **dict(fields.get("vocabulary") or {}),
+    }
     fields["ctranslate2_version"] = ctranslate2.__version__
     fields["files"] = checksum_files(ct2_dir)
     card = ModelCard.from_dict(fields, where="card fields")
@@ -257,8 +264,11 @@ def _check_options(options: ConvertOptions) -> None:
     if not options.checkpoint.exists():
         raise InvalidInput(f"{options.checkpoint}: checkpoint not found", field="checkpoint")
     for name in ("source_lang", "target_lang"):
-        if not getattr(options, name).strip():
-            raise InvalidInput(f"{name} is required", field=name)
+        if not is_language_tag(getattr(options, name)):
+            raise InvalidInput(
+                f"{name} {getattr(options, name)!r} is not a language tag like en or de-CH",
+                field=name,
+            )
     if options.output_dir.exists() and not options.force:
         raise InvalidInput(
             f"{options.output_dir}: already exists (use --force to replace it)", field="output_dir"
