@@ -76,7 +76,7 @@ class PieceReward:
         vals: list[np.ndarray] = []
         by_context = self._by_context
         for row, history in enumerate(histories):
-            tail = tuple(history[len(history) - (self.max_n - 1) :]) if self.max_n > 1 else ()
+            tail = tuple(history[max(0, len(history) - (self.max_n - 1)) :])
             for n in range(len(tail) + 1):
                 entry = by_context.get(tail[len(tail) - n :] if n else ())
                 if entry is not None:

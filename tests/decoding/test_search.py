@@ -1,0 +1,112 @@
+"""The guided beam search: exact mirror of CTranslate2's search at lambda=0, reward inside the search."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tm_guide.decoding.ct2_engine import CT2StepDecoder
+from tm_guide.decoding.rewards import PieceReward
+from tm_guide.decoding.search import SearchOptions, beam_search
+
+MAX_LENGTH = 16
+
+
+def _inputs(bundle, sentences):
+    return [bundle.source_input(bundle.encode_source(s)) for s in sentences]
+
+
+def _native(bundle, inputs, beam, max_length=MAX_LENGTH):
+    outputs = bundle.translator.translate_batch(
+        inputs, beam_size=beam, max_decoding_length=max_length, return_scores=True
+    )
+    return [(o.hypotheses[0], o.scores[0]) for o in outputs]
+
+
+def _tokens(bundle, hypothesis):
+    return [bundle.vocabularies.target[i] for i in hypothesis.token_ids]
+
+
+@pytest.mark.parametrize("beam", [1, 4])
+@pytest.mark.parametrize("bundle_name", ["tiny_bundle", "peaked_bundle"])
+def test_lambda_zero_reproduces_native_beam_search(request, bundle_name, beam, sentences):
+    bundle = request.getfixturevalue(bundle_name)
+    inputs = _inputs(bundle, sentences)
+    decoder = CT2StepDecoder(bundle.translator, bundle.vocabularies.target)
+    found = beam_search(decoder, inputs, SearchOptions(beam_size=beam, max_length=MAX_LENGTH, lam=0))
+    for (tokens, score), hyps in zip(_native(bundle, inputs, beam), found, strict=True):
+        assert _tokens(bundle, hyps[0]) == tokens
+        assert hyps[0].score == pytest.approx(score, abs=1e-4)
+        assert hyps[0].reward == 0.0
+
+
+def test_peaked_fixture_ends_hypotheses_at_varied_lengths(peaked_bundle, sentences):
+    """Guards the fixture itself: without </s> choices the EOS logic would go untested."""
+    lengths = {len(t) for t, _ in _native(peaked_bundle, _inputs(peaked_bundle, sentences), 4)}
+    assert any(n < MAX_LENGTH for n in lengths)
+
+
+def _synthetic_pieces(bundle, text, score=0.8):
+    tokens = bundle.encode_target(text)
+    ngrams = {}
+    for start in range(len(tokens)):
+        for n in range(1, 5):
+            if start + n <= len(tokens):
+                ngrams[tuple(tokens[start : start + n])] = score
+    return tokens, ngrams
+
+
+def _contains(seq, sub):
+    return any(seq[i : i + len(sub)] == sub for i in range(len(seq) - len(sub) + 1))
+
+
+def test_large_lambda_puts_the_pieces_into_the_output(tiny_bundle):
+    bundle = tiny_bundle
+    inputs = _inputs(bundle, ["Open the file and save the document."])
+    piece_tokens, ngrams = _synthetic_pieces(bundle, "Datei speichern Dokument")
+    reward = PieceReward.from_tokens(ngrams, {t: i for i, t in enumerate(bundle.vocabularies.target)})
+    decoder = CT2StepDecoder(bundle.translator, bundle.vocabularies.target)
+    plain = beam_search(decoder, inputs, SearchOptions(beam_size=4, max_length=24, lam=0), [reward])
+    guided = beam_search(decoder, inputs, SearchOptions(beam_size=4, max_length=24, lam=5), [reward])
+    assert not _contains(_tokens(bundle, plain[0][0]), piece_tokens)
+    assert _contains(_tokens(bundle, guided[0][0]), piece_tokens)
+    assert guided[0][0].reward > 0
+
+
+def test_reward_and_model_score_are_reported_apart(peaked_bundle):
+    bundle = peaked_bundle
+    inputs = _inputs(bundle, ["Select a table cell, insert text and choose the font."])
+    _, ngrams = _synthetic_pieces(bundle, "Tabelle Zelle Text einfügen", score=0.6)
+    reward = PieceReward.from_tokens(ngrams, {t: i for i, t in enumerate(bundle.vocabularies.target)})
+    decoder = CT2StepDecoder(bundle.translator, bundle.vocabularies.target)
+    # min_length=0: no </s> masking, so the log-probabilities are score_batch's.
+    best = beam_search(
+        decoder, inputs, SearchOptions(beam_size=3, max_length=20, min_length=0, lam=1.5), [reward]
+    )[0][0]
+    tokens = _tokens(bundle, best)
+    # The reward is lambda * the sum of D_X along the output, as the search added it.
+    assert best.reward == pytest.approx(1.5 * reward.sequence_reward(best.token_ids), rel=1e-5)
+    # The model score is the model's own log-probability of that output, the reward left out.
+    scored = bundle.translator.score_batch(inputs, [tokens])[0].log_probs
+    counted = scored if len(tokens) < 20 else scored[:-1]  # a cut output has no </s>
+    assert best.log_prob == pytest.approx(float(np.sum(counted)), abs=1e-3)
+    assert best.score == pytest.approx((best.log_prob + best.reward) / best.length, abs=1e-4)
+
+
+def test_piece_reward_sums_all_orders_of_eq_10():
+    reward = PieceReward({(5,): 0.5, (4, 5): 0.25, (3, 4, 5): 0.125, (9,): 1.0})
+    assert reward.token_reward([3, 4], 5) == pytest.approx(0.875)
+    assert reward.token_reward([7, 4], 5) == pytest.approx(0.75)
+    assert reward.token_reward([], 5) == pytest.approx(0.5)
+    assert reward.token_reward([3, 4], 8) == 0.0
+    rows, cols, vals = reward.step_bonus([[3, 4], [8]])
+    bonus = {(int(r), int(c)): 0.0 for r, c in zip(rows, cols, strict=True)}
+    for r, c, v in zip(rows, cols, vals, strict=True):
+        bonus[(int(r), int(c))] += float(v)
+    assert bonus == {(0, 5): pytest.approx(0.875), (0, 9): 1.0, (1, 5): 0.5, (1, 9): 1.0}
+    assert reward.sequence_reward([3, 4, 5, 9]) == pytest.approx(0.875 + 1.0)
+
+
+def test_pieces_with_tokens_outside_the_vocabulary_are_dropped():
+    reward = PieceReward.from_tokens({("a", "b"): 1.0, ("a", "zz"): 1.0, ("b",): 0.5}, {"a": 0, "b": 1})
+    assert reward.ngrams == {(0, 1): 1.0, (1,): 0.5}

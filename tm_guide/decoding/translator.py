@@ -1,0 +1,320 @@
+"""Guided translation of sentences with a bundle and a translation memory store.
+
+For each sentence: collect translation pieces from the memories (tm_guide.pieces), then decode
+with the piece reward inside the beam search. Sentences for which no piece was found (or lambda=0)
+go straight to CTranslate2's native beam search, which the guided search reproduces exactly in
+that case anyway, so nothing is lost by skipping it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tm_guide.decoding.ct2_engine import CT2StepDecoder
+from tm_guide.decoding.rerank import rerank_search
+from tm_guide.decoding.rewards import PieceReward
+from tm_guide.decoding.search import Hypothesis, SearchOptions, StepDecoder, beam_search
+from tm_guide.errors import InvalidInput, ModelError
+
+ENGINES = ("torch", "ct2", "rerank", "auto")
+
+
+@dataclass(frozen=True)
+class TranslateOptions:
+    """One guided translation request.
+
+    engine: "torch" (fast exact, needs the [torch] extra), "ct2" (exact, slow, no extra),
+        "rerank" (approximate: native n-best reranked), "auto" (torch when available, else ct2).
+    lam: reward weight lambda of eq. 10 (0 = unguided). m, min_similarity, binary_reward: piece
+    collection (see tm_guide.pieces.PieceOptions). memory_ids: memories to draw pieces from.
+    """
+
+    engine: str = "auto"
+    device: str = "cpu"
+    beam_size: int = 5
+    lam: float = 1.0
+    m: int = 10
+    min_similarity: float = 0.0
+    binary_reward: bool = False
+    max_length: int = 256
+    min_length: int = 1
+    length_penalty: float = 1.0
+    batch_size: int = 32
+    return_unguided: bool = False
+    memory_ids: tuple[int, ...] = ()
+    rerank_width: int = 0  # n-best size for engine="rerank"; 0 = beam_size
+    threads: int = 0  # torch intra-op threads; 0 = leave as is
+    quantize: bool = False  # torch engine: dynamic int8 linear layers (CPU)
+
+    def __post_init__(self) -> None:
+        if self.engine not in ENGINES:
+            raise InvalidInput(
+                f"engine must be one of {', '.join(ENGINES)}, not {self.engine!r}", field="engine"
+            )
+        for name in ("beam_size", "batch_size", "max_length"):
+            if getattr(self, name) < 1:
+                raise InvalidInput(f"{name} must be at least 1", field=name)
+        if self.lam < 0:
+            raise InvalidInput("lam must be >= 0", field="lam")
+        if self.rerank_width < 0 or self.threads < 0:
+            raise InvalidInput("rerank_width and threads must be >= 0", field="rerank_width")
+
+    def search_options(self) -> SearchOptions:
+        return SearchOptions(
+            beam_size=self.beam_size,
+            length_penalty=self.length_penalty,
+            min_length=self.min_length,
+            max_length=self.max_length,
+            lam=self.lam,
+        )
+
+
+@dataclass
+class MatchedPiece:
+    """A translation piece that occurs in the output, with the TM segments it came from."""
+
+    tokens: tuple[str, ...]
+    start: int  # token position in the output
+    score: float  # D_X of the piece
+    segment_ids: list[int]
+
+
+@dataclass
+class GuidedResult:
+    translation: str
+    tokens: list[str]
+    model_score: float  # log P(Y|X) / length ** length_penalty, the reward left out
+    log_prob: float  # log P(Y|X), </s> included
+    reward: float  # total lambda * reward collected along the output
+    guided: bool  # False when the sentence went to native beam search (no pieces or lambda=0)
+    engine: str
+    unguided_translation: str | None = None
+    matched_pieces: list[MatchedPiece] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)  # seconds: retrieval, pieces, decoding
+    best_match_similarity: float | None = None
+
+
+class GuidedTranslator:
+    """Loads engines lazily and answers translate(sentences, options)."""
+
+    def __init__(self, bundle: Any, store: Any = None, piece_options: Any = None) -> None:
+        self.bundle = bundle
+        self.store = store
+        self.piece_options = piece_options
+        self.target_vocabulary: list[str] = list(bundle.vocabularies.target)
+        self.token_to_id = {token: i for i, token in enumerate(self.target_vocabulary)}
+        self._builder: Any = None
+        self._engines: dict[tuple[str, str, bool], StepDecoder] = {}
+
+    # -- pieces -------------------------------------------------------------------------
+    def collect_pieces(self, source_tokens: Sequence[str], options: TranslateOptions) -> Any:
+        """TranslationPieces for one sentence, or None when there is no store/memory to ask."""
+        if self.store is None or not options.memory_ids or not source_tokens:
+            return None
+        from tm_guide.pieces import PieceBuilder, PieceOptions
+
+        base = self.piece_options or PieceOptions()
+        piece_options = PieceOptions(
+            m=options.m,
+            min_similarity=options.min_similarity,
+            binary_reward=options.binary_reward,
+            max_n=base.max_n,
+        )
+        if self._builder is None:
+            self._builder = PieceBuilder(self.store, self.bundle, base)
+        return self._builder.collect(list(source_tokens), list(options.memory_ids), piece_options)
+
+    # -- engines ------------------------------------------------------------------------
+    def engine_name(self, options: TranslateOptions) -> str:
+        if options.engine != "auto":
+            return options.engine
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            return "ct2"
+        return "torch"
+
+    def step_decoder(self, engine: str, options: TranslateOptions) -> StepDecoder:
+        key = (engine, options.device, options.quantize)
+        if key not in self._engines:
+            if engine == "ct2":
+                self._engines[key] = CT2StepDecoder(self.bundle.translator, self.target_vocabulary)
+            elif engine == "torch":
+                from tm_guide.decoding.torch_engine import TorchStepDecoder
+
+                device = options.device
+                if device == "auto":
+                    import torch
+
+                    device = "cuda" if torch.cuda.is_available() else "cpu"
+                self._engines[key] = TorchStepDecoder(
+                    self.bundle.path,
+                    device=device,
+                    num_threads=options.threads or None,
+                    quantize=options.quantize,
+                )
+            else:
+                raise ModelError(f"engine {engine!r} has no step decoder")
+        return self._engines[key]
+
+    # -- translation ----------------------------------------------------------------------
+    def translate(
+        self,
+        sentences: Sequence[str],
+        options: TranslateOptions,
+        pieces: Sequence[Any] | None = None,
+    ) -> list[GuidedResult]:
+        """Translate `sentences`; `pieces` (one TranslationPieces or None per sentence) skips
+        retrieval, e.g. when they were collected beforehand."""
+        if pieces is not None and len(pieces) != len(sentences):
+            raise InvalidInput("pieces must hold one entry per sentence", field="pieces")
+        clock = time.perf_counter
+        engine = self.engine_name(options)
+        sources: list[list[str]] = []
+        all_pieces: list[Any] = []
+        rewards: list[PieceReward | None] = []
+        timings: list[dict[str, float]] = []
+        for index, sentence in enumerate(sentences):
+            tokens = self.bundle.encode_source(sentence)
+            sources.append(tokens)
+            started = clock()
+            found = pieces[index] if pieces is not None else self.collect_pieces(tokens, options)
+            spent = clock() - started
+            all_pieces.append(found)
+            retrieval = found.timings.get("retrieval", 0.0) if found is not None else 0.0
+            timings.append({"retrieval": retrieval, "pieces": max(spent - retrieval, 0.0)})
+            reward = None
+            if found and options.lam > 0:
+                reward = PieceReward.from_tokens(found.ngrams, self.token_to_id)
+            rewards.append(reward or None)
+
+        guided_ids = [i for i, r in enumerate(rewards) if r is not None and sources[i]]
+        native_ids = [i for i in range(len(sentences)) if i not in set(guided_ids) and sources[i]]
+        hypotheses: dict[int, Hypothesis] = {}
+        search = options.search_options()
+        for batch in _batches(guided_ids, sources, options.batch_size):
+            started = clock()
+            inputs = [self.bundle.source_input(sources[i]) for i in batch]
+            batch_rewards = [rewards[i] for i in batch]
+            if engine == "rerank":
+                found = rerank_search(
+                    self.bundle.translator,
+                    inputs,
+                    search,
+                    batch_rewards,
+                    self.token_to_id,
+                    width=options.rerank_width or None,
+                )
+            else:
+                found = beam_search(self.step_decoder(engine, options), inputs, search, batch_rewards)
+            share = (clock() - started) / len(batch)
+            for i, best in zip(batch, found, strict=True):
+                hypotheses[i] = best[0]
+                timings[i]["decoding"] = share
+        unguided: dict[int, Hypothesis] = {}
+        wanted_unguided = native_ids + (guided_ids if options.return_unguided else [])
+        for batch in _batches(sorted(wanted_unguided), sources, options.batch_size):
+            started = clock()
+            found = self.native_search([self.bundle.source_input(sources[i]) for i in batch], search)
+            share = (clock() - started) / len(batch)
+            for i, best in zip(batch, found, strict=True):
+                unguided[i] = best
+                if i not in hypotheses:
+                    timings[i]["decoding"] = share
+
+        results = []
+        for i, _sentence in enumerate(sentences):
+            hypothesis = hypotheses.get(i) or unguided.get(i)
+            is_guided = i in hypotheses
+            if hypothesis is None:  # empty input
+                results.append(
+                    GuidedResult("", [], 0.0, 0.0, 0.0, False, engine, timings=timings[i])
+                )
+                continue
+            tokens = [self.target_vocabulary[t] for t in hypothesis.token_ids]
+            found = all_pieces[i]
+            timings[i]["total"] = sum(timings[i].values())
+            results.append(
+                GuidedResult(
+                    translation=self.bundle.decode_target(tokens),
+                    tokens=tokens,
+                    model_score=hypothesis.model_score,
+                    log_prob=hypothesis.log_prob,
+                    reward=hypothesis.reward,
+                    guided=is_guided,
+                    engine=engine if is_guided else "native",
+                    unguided_translation=(
+                        self.bundle.decode_target(
+                            [self.target_vocabulary[t] for t in unguided[i].token_ids]
+                        )
+                        if options.return_unguided and i in unguided
+                        else None
+                    ),
+                    matched_pieces=matched_pieces(tokens, found) if found else [],
+                    timings=timings[i],
+                    best_match_similarity=(
+                        max((m.similarity for m in found.matches), default=None) if found else None
+                    ),
+                )
+            )
+        return results
+
+    def native_search(
+        self, inputs: Sequence[Sequence[str]], search: SearchOptions
+    ) -> list[Hypothesis]:
+        """CTranslate2's own beam search (the unguided baseline), as Hypothesis objects."""
+        if not inputs:
+            return []
+        outputs = self.bundle.translator.translate_batch(
+            [list(x) for x in inputs],
+            beam_size=search.beam_size,
+            length_penalty=search.length_penalty,
+            max_decoding_length=search.max_length,
+            min_decoding_length=search.min_length,
+            return_scores=True,
+        )
+        result = []
+        for output in outputs:
+            ids = tuple(self.token_to_id[t] for t in output.hypotheses[0])
+            length = len(ids) if len(ids) >= search.max_length else len(ids) + 1
+            norm = float(length) ** search.length_penalty
+            score = output.scores[0]
+            result.append(Hypothesis(ids, score, score * norm, 0.0, length, score))
+        return result
+
+
+def matched_pieces(tokens: Sequence[str], pieces: Any) -> list[MatchedPiece]:
+    """The longest collected pieces found in the output (an n-gram inside a longer match is not
+    listed again), with the TM segments each came from."""
+    ngrams = pieces.ngrams
+    max_n = max((len(g) for g in ngrams), default=0)
+    spans: list[tuple[int, int]] = []
+    for start in range(len(tokens)):
+        for n in range(min(max_n, len(tokens) - start), 0, -1):
+            if tuple(tokens[start : start + n]) in ngrams:
+                spans.append((start, start + n))
+                break
+    maximal = [
+        (s, e) for s, e in spans if not any(s2 <= s and e <= e2 and (s2, e2) != (s, e) for s2, e2 in spans)
+    ]
+    result = []
+    for s, e in maximal:
+        gram = tuple(tokens[s:e])
+        result.append(
+            MatchedPiece(
+                tokens=gram,
+                start=s,
+                score=float(ngrams[gram]),
+                segment_ids=list(pieces.provenance.get(gram, [])),
+            )
+        )
+    return result
+
+
+def _batches(ids: list[int], sources: list[list[str]], size: int) -> list[list[int]]:
+    """Batches of similar source length (less padding), each at most `size` sentences."""
+    ordered = sorted(ids, key=lambda i: len(sources[i]))
+    return [ordered[k : k + size] for k in range(0, len(ordered), size)]
