@@ -296,3 +296,32 @@ def test_whitespace_inside_seg_is_kept(tmp_path: Path) -> None:
     [record] = read_tmx(tmx_file(tmp_path, body), "en", "de")
     assert record.source == " two  spaces "
     assert record.target == "zwei\nZeilen"
+
+
+def test_utf16_files_as_some_cat_tools_write_them(tmp_path: Path) -> None:
+    text = (DATA / "oldlang.tmx").read_text(encoding="utf-8")
+    path = tmp_path / "utf16.tmx"
+    path.write_bytes(text.replace('encoding="UTF-8"', 'encoding="UTF-16"').encode("utf-16"))
+    records = list(read_tmx(path, "en", "de"))
+    assert [(r.source, r.target, r.line) for r in records] == [
+        ("Hello world", "Hallo Welt", 5),
+        ("Goodbye", "Auf Wiedersehen", 9),
+    ]
+
+
+def test_two_variants_of_one_language_as_source_and_target() -> None:
+    records = list(read_tmx(DATA / "variants.tmx", "en-US", "en-GB"))
+    assert [(r.source, r.target) for r in records] == [("The color is red.", "The colour is red.")]
+
+
+def test_units_of_another_declared_source_language_are_skipped(tmp_path: Path) -> None:
+    head = TMX_HEAD.replace('srclang="en"', 'srclang="fr"')
+    body = (
+        '<tu><tuv xml:lang="fr"><seg>Bonjour</seg></tuv><tuv xml:lang="de"><seg>Hallo</seg>'
+        "</tuv></tu>\n"
+        '<tu><tuv xml:lang="fr"><seg>Merci</seg></tuv><tuv xml:lang="en"><seg>Thanks</seg></tuv>'
+        '<tuv xml:lang="de"><seg>Danke</seg></tuv></tu>\n'
+    )
+    reader = read_tmx(tmx_file(tmp_path, body, head=head), "en", "de")
+    assert [(r.source, r.target) for r in reader] == [("Thanks", "Danke")]
+    assert reader.stats.skipped == {"without a source-language variant": 1}

@@ -157,8 +157,8 @@ def test_output_is_streamed_in_chunks() -> None:
 xml_text = (
     st.lists(
         st.characters(
-            blacklist_categories=("Cs",),
-            blacklist_characters="\r\ufffe\uffff",
+            exclude_categories=["Cs"],
+            exclude_characters="\r\ufffe\uffff",
             min_codepoint=0x20,
         )
         | st.sampled_from(["\n", "\t", "&", "<", ">", '"', "'", "]]>", "&amp;", "<ph/>"]),
