@@ -73,6 +73,12 @@ class AlignOptions:
             )
 
 
+def priors_cache_dir(index_dir: Path) -> Path:
+    """Where the CLI and the server keep alignment priors: beside the full-text index (not inside
+    it, so an index rebuild leaves them alone)."""
+    return index_dir.parent / f"{index_dir.name}-alignment-priors"
+
+
 @dataclass
 class AlignReport:
     memory: str
