@@ -11,7 +11,7 @@ import pytest
 from tm_guide.cli import main
 from tm_guide.errors import InvalidInput
 from tm_guide.model import Bundle
-from tm_guide.model.translator import UnguidedOptions, translate_lines
+from tm_guide.model.translator import UnguidedOptions, translate_lines, translate_stream
 
 LINES = [
     "Choose Format - Cells and select the font.",
@@ -30,6 +30,13 @@ def test_translations_come_back_in_input_order(tiny_bundle: Bundle) -> None:
     assert together == one_by_one
     assert together[1] == ""
     assert all(together[i] for i in (0, 2, 3, 4))
+
+
+def test_windowed_reading_gives_the_same_translations(tiny_bundle: Bundle) -> None:
+    windowed = UnguidedOptions(beam_size=2, batch_size=1, max_length=10, sort_window=2)
+    assert list(translate_stream(tiny_bundle, iter(LINES), windowed)) == translate_lines(
+        tiny_bundle, LINES, OPTIONS
+    )
 
 
 def test_batching_keeps_every_line(tiny_bundle: Bundle) -> None:
@@ -54,6 +61,9 @@ def test_translate_command_reads_a_file(
     assert main(args) == 0
     captured = capsys.readouterr()
     assert captured.out.splitlines() == translate_lines(tiny_bundle, LINES, OPTIONS)
+    output = tmp_path / "out.txt"
+    assert main([*args, "--no-progress", "-o", str(output)]) == 0
+    assert output.read_text(encoding="utf-8") == captured.out
     assert "translating" in captured.err  # progress bar on stderr
 
 
@@ -77,6 +87,17 @@ def test_translate_command_reports_a_broken_model(
     source.write_text("Click OK.\n", encoding="utf-8")
     assert main(["translate", str(source), "--model", str(bundle_copy)]) == 2
     assert "model.bin: checksum mismatch" in capsys.readouterr().err
+
+
+def test_translate_command_reports_unreadable_input(
+    tiny_bundle: Bundle, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    latin1 = tmp_path / "latin1.txt"
+    latin1.write_bytes("Größe\n".encode("latin-1"))
+    assert main(["translate", str(latin1), "--model", str(tiny_bundle.path)]) == 1
+    assert f"{latin1}: not UTF-8 text" in capsys.readouterr().err
+    assert main(["translate", str(tmp_path / "none.txt"), "--model", str(tiny_bundle.path)]) == 1
+    assert "none.txt: cannot read" in capsys.readouterr().err
 
 
 def test_model_info_prints_the_card(

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from contextlib import AbstractContextManager as ContextManager
+from contextlib import nullcontext
 from pathlib import Path
+from typing import TextIO
 
 from tm_guide.config import Settings
 from tm_guide.errors import InvalidInput
@@ -41,7 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 def translate_command(args: argparse.Namespace) -> int:
     from tm_guide.model import Bundle
-    from tm_guide.model.translator import UnguidedOptions, translate_lines
+    from tm_guide.model.translator import UnguidedOptions, translate_stream
 
     settings = Settings.from_env(args.db)
     options = UnguidedOptions(
@@ -52,28 +55,36 @@ def translate_command(args: argparse.Namespace) -> int:
         threads=args.threads,
         progress=not args.no_progress,
     )
-    lines = _read_lines(args.input)
     bundle = Bundle.load(
         args.model if args.model is not None else settings.model_path,
         device=options.device,
         compute_type=options.compute_type,
         intra_threads=options.threads,
     )
-    translations = translate_lines(bundle, lines, options)
-    text = "".join(t + "\n" for t in translations)
-    if args.output is None:
-        sys.stdout.write(text)
-    else:
-        args.output.write_text(text, encoding="utf-8")
+    with _open_input(args.input) as source, _open_output(args.output) as sink:
+        lines = (line.rstrip("\r\n") for line in source)
+        try:
+            for translation in translate_stream(bundle, lines, options):
+                sink.write(translation + "\n")
+        except UnicodeDecodeError as exc:
+            where = args.input or "stdin"
+            raise InvalidInput(f"{where}: not UTF-8 text ({exc.reason})", field="input") from exc
     return 0
 
 
-def _read_lines(path: Path | None) -> list[str]:
+def _open_input(path: Path | None) -> ContextManager[TextIO]:
     if path is None:
-        return sys.stdin.read().splitlines()
+        return nullcontext(sys.stdin)
     try:
-        return path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError as exc:
-        raise InvalidInput(f"{path}: no such file", field="input") from exc
-    except UnicodeDecodeError as exc:
-        raise InvalidInput(f"{path}: not UTF-8 text (byte {exc.start})", field="input") from exc
+        return path.open(encoding="utf-8", newline="")
+    except OSError as exc:
+        raise InvalidInput(f"{path}: cannot read ({exc.strerror})", field="input") from exc
+
+
+def _open_output(path: Path | None) -> ContextManager[TextIO]:
+    if path is None:
+        return nullcontext(sys.stdout)
+    try:
+        return path.open("w", encoding="utf-8")
+    except OSError as exc:
+        raise InvalidInput(f"{path}: cannot write ({exc.strerror})", field="output") from exc

@@ -1,18 +1,22 @@
 """Plain (unguided) batch translation with a bundle: the baseline guided decoding must beat.
 
 Lines are sorted by length before batching so each batch pads little, then put back in input
-order.
+order; long inputs are read in windows so memory stays bounded.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import islice
+from typing import TypeVar
 
 from tqdm import tqdm
 
 from tm_guide.errors import InvalidInput
 from tm_guide.model.bundle import Bundle
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -27,9 +31,10 @@ class UnguidedOptions:
     compute_type: str = "default"
     threads: int = 0  # CTranslate2 intra-op threads; 0 = its default
     progress: bool = False  # tqdm bar on stderr
+    sort_window: int = 4096  # lines read at once and sorted by length into batches
 
     def __post_init__(self) -> None:
-        for name in ("beam_size", "batch_size", "max_length"):
+        for name in ("beam_size", "batch_size", "max_length", "sort_window"):
             if getattr(self, name) < 1:
                 raise InvalidInput(f"{name} must be at least 1", field=name)
         if self.threads < 0:
@@ -38,27 +43,39 @@ class UnguidedOptions:
 
 def translate_lines(bundle: Bundle, lines: Sequence[str], options: UnguidedOptions) -> list[str]:
     """Translate each line (one segment per line); empty lines translate to empty strings."""
+    return list(translate_stream(bundle, lines, options, total=len(lines)))
+
+
+def translate_stream(
+    bundle: Bundle, lines: Iterable[str], options: UnguidedOptions, total: int | None = None
+) -> Iterator[str]:
+    """Yield one translation per input line, in input order, reading `sort_window` lines at a time.
+
+    Memory stays bounded for any input size, and output starts before the input ends.
+    """
+    with tqdm(total=total, disable=not options.progress, unit="line", desc="translating") as bar:
+        for window in _chunks(iter(lines), options.sort_window):
+            yield from _translate_window(bundle, window, options)
+            bar.update(len(window))
+
+
+def _translate_window(bundle: Bundle, lines: list[str], options: UnguidedOptions) -> list[str]:
     encoded = [bundle.encode_source(line) for line in lines]
     results: list[str] = [""] * len(lines)
     todo = sorted((i for i, pieces in enumerate(encoded) if pieces), key=lambda i: len(encoded[i]))
-    with tqdm(
-        total=len(lines), disable=not options.progress, unit="line", desc="translating"
-    ) as bar:
-        bar.update(len(lines) - len(todo))
-        for batch in _chunks(todo, options.batch_size):
-            outputs = bundle.translator.translate_batch(
-                [bundle.source_input(encoded[i]) for i in batch],
-                beam_size=options.beam_size,
-                max_decoding_length=options.max_length,
-                length_penalty=options.length_penalty,
-                max_batch_size=options.batch_size,
-            )
-            for i, output in zip(batch, outputs, strict=True):
-                results[i] = bundle.decode_target(output.hypotheses[0])
-            bar.update(len(batch))
+    for batch in _chunks(iter(todo), options.batch_size):
+        outputs = bundle.translator.translate_batch(
+            [bundle.source_input(encoded[i]) for i in batch],
+            beam_size=options.beam_size,
+            max_decoding_length=options.max_length,
+            length_penalty=options.length_penalty,
+            max_batch_size=options.batch_size,
+        )
+        for i, output in zip(batch, outputs, strict=True):
+            results[i] = bundle.decode_target(output.hypotheses[0])
     return results
 
 
-def _chunks(items: list[int], size: int) -> Iterator[list[int]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
+def _chunks(items: Iterator[T], size: int) -> Iterator[list[T]]:
+    while chunk := list(islice(items, size)):
+        yield chunk
