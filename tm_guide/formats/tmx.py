@@ -36,6 +36,7 @@ Mapping of a <tu> to SegmentRecord:
 * creationdate/creationid/changedate/changeid/usagecount are taken from the target <tuv> when it
   has them, else from the <tu>. Dates are TMX UTC dates (20240131T120000Z) and become aware
   datetimes in UTC.
+* Props and notes of the <header> describe the file, not a unit, and are not carried over.
 """
 
 from __future__ import annotations
