@@ -27,7 +27,7 @@ def _peaked_checkpoint(source: Path, out: Path) -> Path:
                 continue
             parameter.add_(torch.randn(parameter.shape, generator=generator) * 0.3)
         model.final_logits_bias.normal_(0.0, 1.0, generator=generator)
-        model.final_logits_bias[0, model.config.eos_token_id] = 9.0
+        model.final_logits_bias[0, model.config.eos_token_id] = 6.0
     model.save_pretrained(out)
     return out
 

@@ -1,0 +1,136 @@
+"""The fast PyTorch engine against CTranslate2 itself, and the rerank approximation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tm_guide.decoding.ct2_engine import CT2StepDecoder
+from tm_guide.decoding.rerank import rerank_search
+from tm_guide.decoding.rewards import PieceReward
+from tm_guide.decoding.search import SearchOptions, beam_search
+
+pytest.importorskip("torch")
+from tm_guide.decoding.torch_engine import TorchStepDecoder  # noqa: E402
+
+pytestmark = pytest.mark.torch
+
+MAX_LENGTH = 16
+TARGETS = ["Datei speichern.", "Öffnen Sie das Menü Tabelle Zelle Text.", "Hilfe"]
+
+
+def _inputs(bundle, sentences):
+    return [bundle.source_input(bundle.encode_source(s)) for s in sentences]
+
+
+def _teacher_forced(decoder, source, target_ids):
+    """Log-probabilities of target_ids (then </s>) by stepping the engine one token at a time."""
+    state = decoder.start([source])
+    previous, parents, scores = decoder.start_id, None, []
+    for token in [*target_ids, decoder.end_id]:
+        log_probs = decoder.step(state, parents, np.array([0]), np.array([previous]), False)
+        scores.append(float(log_probs[0, token]))
+        previous, parents = token, np.array([0])
+    return np.array(scores)
+
+
+@pytest.fixture(scope="module")
+def torch_peaked(peaked_bundle):
+    return TorchStepDecoder(peaked_bundle.path)
+
+
+@pytest.mark.parametrize("bundle_name", ["tiny_bundle", "peaked_bundle"])
+def test_torch_log_probs_equal_score_batch(request, bundle_name, sentences):
+    bundle = request.getfixturevalue(bundle_name)
+    decoder = TorchStepDecoder(bundle.path)
+    index = {t: i for i, t in enumerate(bundle.vocabularies.target)}
+    inputs = _inputs(bundle, sentences[:3])
+    targets = [bundle.encode_target(t) for t in TARGETS]
+    expected = bundle.translator.score_batch(inputs, targets)
+    for source, target, scored in zip(inputs, targets, expected, strict=True):
+        mine = _teacher_forced(decoder, source, [index[t] for t in target])
+        np.testing.assert_allclose(mine, scored.log_probs, atol=2e-4)
+
+
+@pytest.mark.parametrize("beam", [1, 4])
+def test_torch_lambda_zero_reproduces_native_beam_search(peaked_bundle, torch_peaked, beam, sentences):
+    bundle = peaked_bundle
+    inputs = _inputs(bundle, sentences)
+    found = beam_search(torch_peaked, inputs, SearchOptions(beam_size=beam, max_length=MAX_LENGTH, lam=0))
+    native = bundle.translator.translate_batch(
+        inputs, beam_size=beam, max_decoding_length=MAX_LENGTH, return_scores=True
+    )
+    for output, hyps in zip(native, found, strict=True):
+        assert [bundle.vocabularies.target[i] for i in hyps[0].token_ids] == output.hypotheses[0]
+        assert hyps[0].score == pytest.approx(output.scores[0], abs=1e-3)
+
+
+def _rewards(bundle, texts, score=0.7):
+    return _rewards_for(bundle, [bundle.encode_target(text) for text in texts], score)
+
+
+def _rewards_for(bundle, token_lists, score=0.7):
+    index = {t: i for i, t in enumerate(bundle.vocabularies.target)}
+    rewards = []
+    for tokens in token_lists:
+        grams = {
+            tuple(tokens[s : s + n]): score
+            for s in range(len(tokens))
+            for n in range(1, 5)
+            if s + n <= len(tokens)
+        }
+        rewards.append(PieceReward.from_tokens(grams, index))
+    return rewards
+
+
+@pytest.mark.parametrize("lam", [0.5, 2.0])
+def test_guided_torch_output_equals_guided_ct2_output(peaked_bundle, torch_peaked, sentences, lam):
+    bundle = peaked_bundle
+    inputs = _inputs(bundle, sentences[:4])
+    # Pieces the model finds plausible (its 4th-best outputs), so the reward changes the search.
+    alternatives = bundle.translator.translate_batch(
+        inputs, beam_size=4, num_hypotheses=4, max_decoding_length=MAX_LENGTH
+    )
+    rewards = _rewards_for(bundle, [o.hypotheses[-1] for o in alternatives])
+    options = SearchOptions(beam_size=4, max_length=MAX_LENGTH, lam=lam)
+    exact = beam_search(CT2StepDecoder(bundle.translator, bundle.vocabularies.target), inputs, options, rewards)
+    fast = beam_search(torch_peaked, inputs, options, rewards)
+    for a, b in zip(exact, fast, strict=True):
+        assert a[0].token_ids == b[0].token_ids
+        assert a[0].reward == pytest.approx(b[0].reward, abs=1e-5)
+        assert a[0].score == pytest.approx(b[0].score, abs=1e-3)
+    assert any(h[0].reward > 0 for h in exact)
+
+
+def test_torch_engine_on_int8_bundle_stays_close_to_ct2_int8(peaked_int8_bundle, sentences):
+    """Int8 weights are dequantized, CTranslate2 also quantizes activations: close, not equal."""
+    bundle = peaked_int8_bundle
+    decoder = TorchStepDecoder(bundle.path)
+    index = {t: i for i, t in enumerate(bundle.vocabularies.target)}
+    inputs = _inputs(bundle, sentences[:3])
+    targets = [bundle.encode_target(t) for t in TARGETS]
+    expected = bundle.translator.score_batch(inputs, targets)
+    for source, target, scored in zip(inputs, targets, expected, strict=True):
+        mine = _teacher_forced(decoder, source, [index[t] for t in target])
+        assert float(np.mean(np.abs(mine - np.array(scored.log_probs)))) < 0.5
+
+
+def test_rerank_returns_native_hypotheses_ranked_by_guided_score(peaked_bundle, sentences):
+    bundle = peaked_bundle
+    inputs = _inputs(bundle, sentences[:4])
+    rewards = _rewards(bundle, [*TARGETS, "Drucken"][:4])
+    index = {t: i for i, t in enumerate(bundle.vocabularies.target)}
+    options = SearchOptions(beam_size=4, max_length=MAX_LENGTH, lam=1.0, num_hypotheses=4)
+    ranked = rerank_search(bundle.translator, inputs, options, rewards, index)
+    native = bundle.translator.translate_batch(
+        inputs, beam_size=4, num_hypotheses=4, max_decoding_length=MAX_LENGTH
+    )
+    for hyps, output, reward in zip(ranked, native, rewards, strict=True):
+        assert sorted(h.token_ids for h in hyps) == sorted(
+            tuple(index[t] for t in tokens) for tokens in output.hypotheses
+        )
+        scores = [h.score for h in hyps]
+        assert scores == sorted(scores, reverse=True)
+        for h in hyps:
+            assert h.reward == pytest.approx(reward.sequence_reward(h.token_ids))
+            assert h.score == pytest.approx((h.log_prob + h.reward) / h.length, abs=1e-4)
