@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -110,3 +111,105 @@ def test_unconvertible_checkpoint_gives_model_error(
     with pytest.raises(ModelError, match="could not convert this opennmt-py checkpoint"):
         convert_checkpoint(options)
     assert not (tmp_path / "out").exists()
+
+
+def _opennmt_py_checkpoint(spm_path: Path, out: Path) -> Path:
+    """A random-weight OpenNMT-py (v3 layout) transformer: 1+1 layers, d_model 32.
+
+    The target vocabulary has one token more than the source one, so they are not shared.
+    """
+    torch = pytest.importorskip("torch")
+    import argparse
+
+    import sentencepiece as spm
+
+    processor = spm.SentencePieceProcessor(model_file=str(spm_path))
+    pieces = [
+        processor.id_to_piece(i)
+        for i in range(processor.get_piece_size())
+        if not (processor.is_control(i) or processor.is_unknown(i))
+    ]
+    vocab = ["<unk>", "<blank>", "<s>", "</s>", *pieces]
+    sizes = {"encoder": len(vocab), "decoder": len(vocab) + 1}
+    d, ff = 32, 64
+    generator = torch.Generator().manual_seed(0)
+
+    def tensor(*shape: int) -> object:
+        return torch.randn(*shape, generator=generator) * 0.1
+
+    model: dict[str, object] = {}
+
+    def linear(name: str, n_out: int, n_in: int) -> None:
+        model[f"{name}.weight"], model[f"{name}.bias"] = tensor(n_out, n_in), tensor(n_out)
+
+    def norm(name: str) -> None:
+        model[f"{name}.weight"], model[f"{name}.bias"] = torch.ones(d), torch.zeros(d)
+
+    def attention(name: str) -> None:
+        for part in ("linear_query", "linear_keys", "linear_values", "final_linear"):
+            linear(f"{name}.{part}", d, d)
+
+    def feed_forward(name: str) -> None:
+        linear(f"{name}.w_1", ff, d)
+        linear(f"{name}.w_2", d, ff)
+        norm(f"{name}.layer_norm")
+
+    for side in ("encoder", "decoder"):
+        model[f"{side}.embeddings.make_embedding.emb_luts.0.weight"] = tensor(sizes[side], d)
+        model[f"{side}.embeddings.make_embedding.pe.pe"] = tensor(128, 1, d)
+        norm(f"{side}.layer_norm")
+    attention("encoder.transformer.0.self_attn")
+    norm("encoder.transformer.0.layer_norm")
+    feed_forward("encoder.transformer.0.feed_forward")
+    attention("decoder.transformer_layers.0.self_attn")
+    attention("decoder.transformer_layers.0.context_attn")
+    norm("decoder.transformer_layers.0.layer_norm_1")
+    norm("decoder.transformer_layers.0.layer_norm_2")
+    feed_forward("decoder.transformer_layers.0.feed_forward")
+    opt = argparse.Namespace(
+        encoder_type="transformer",
+        decoder_type="transformer",
+        enc_layers=1,
+        dec_layers=1,
+        heads=2,
+        position_encoding=True,
+        max_relative_positions=0,
+        pos_ffn_activation_fn="relu",
+    )
+    checkpoint = {
+        "opt": opt,
+        "vocab": {"src": vocab, "tgt": [*vocab, "▁zusätzlich"]},
+        "model": model,
+        "generator": {"weight": tensor(sizes["decoder"], d), "bias": tensor(sizes["decoder"])},
+    }
+    torch.save(checkpoint, out)
+    return out
+
+
+def test_opennmt_py_checkpoint_converts_with_trust(
+    tiny_marian_checkpoint: Path, tmp_path: Path
+) -> None:
+    spm_path = tiny_marian_checkpoint / "source.spm"
+    checkpoint = _opennmt_py_checkpoint(spm_path, tmp_path / "model.pt")
+    options = _options(
+        checkpoint,
+        tmp_path / "onmt",
+        source_format="opennmt-py",
+        source_spm=spm_path,
+        quantization="float32",
+    )
+    with pytest.raises(ModelError, match="--trust-checkpoint"):  # it pickles an argparse options
+        convert_checkpoint(options)
+
+    bundle = Bundle.load(convert_checkpoint(replace(options, trust_checkpoint=True)))
+    assert bundle.card.architecture == "opennmt-py"
+    assert bundle.card.add_source_eos is False  # OpenNMT-py sources carry no </s>
+    assert bundle.vocabularies.source_file == "source_vocabulary.json"
+    assert len(bundle.vocabularies.target) == len(bundle.vocabularies.source) + 1
+    assert bundle.card.vocabulary["shared"] is False
+    assert (bundle.path / "target.spm").read_bytes() == spm_path.read_bytes()
+    source = bundle.source_input(bundle.encode_source("Save the file."))
+    assert source[-1] != "</s>"
+    result = bundle.translator.translate_batch([source], max_decoding_length=6)[0]
+    scored = bundle.translator.score_batch([source], [result.hypotheses[0]])[0]
+    assert len(scored.log_probs) == len(result.hypotheses[0]) + 1

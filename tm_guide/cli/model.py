@@ -48,6 +48,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="fairseq: directory with dict.<lang>.txt (default: the .pt's)",
     )
     convert.add_argument("--training-data", default="", help="what the model was trained on")
+    convert.add_argument(
+        "--trust-checkpoint",
+        action="store_true",
+        help="fully unpickle an OpenNMT-py/fairseq .pt (this can run code: trusted files only)",
+    )
     convert.add_argument("--force", action="store_true", help="replace an existing output")
     convert.set_defaults(func=convert_command)
 
@@ -96,6 +101,7 @@ def convert_command(args: argparse.Namespace) -> int:
         fairseq_data_dir=args.fairseq_data_dir,
         training_data=args.training_data,
         force=args.force,
+        trust_checkpoint=args.trust_checkpoint,
     )
     print(convert_checkpoint(options))
     return 0

@@ -51,6 +51,9 @@ class ConvertOptions:
     fairseq_data_dir: Path | None = None  # fairseq: directory of dict.<lang>.txt
     training_data: str = ""
     force: bool = False  # replace an existing output directory
+    # OpenNMT-py/fairseq .pt files pickle their options: loading them can run code, so only for
+    # checkpoints from a trusted source.
+    trust_checkpoint: bool = False
 
 
 class CheckpointSource(ABC):
@@ -121,7 +124,9 @@ class OpenNMTPySource(CheckpointSource):
     format_name = "opennmt-py"
 
     def build_converter(self) -> ctranslate2.converters.Converter:
-        return ctranslate2.converters.OpenNMTPyConverter(str(self.options.checkpoint))
+        return ctranslate2.converters.OpenNMTPyConverter(
+            str(self.options.checkpoint), unsafe_deserialization=self.options.trust_checkpoint
+        )
 
 
 class FairseqSource(CheckpointSource):
@@ -137,6 +142,7 @@ class FairseqSource(CheckpointSource):
             str(data_dir),
             source_lang=self.options.source_lang,
             target_lang=self.options.target_lang,
+            unsafe_deserialization=self.options.trust_checkpoint,
         )
 
     def find_spm_models(self) -> tuple[Path, Path]:
@@ -174,9 +180,12 @@ def convert_checkpoint(options: ConvertOptions) -> Path:
                 str(ct2_dir), quantization=options.quantization, force=True
             )
         except Exception as exc:  # converters raise anything from pickle to KeyError
+            hint = ""
+            if type(exc).__name__ == "UnpicklingError" and not options.trust_checkpoint:
+                hint = "; if the checkpoint comes from a trusted source, pass --trust-checkpoint"
             raise ModelError(
                 f"{options.checkpoint}: CTranslate2 could not convert this {options.source_format} "
-                f"checkpoint ({type(exc).__name__}: {exc})"
+                f"checkpoint ({type(exc).__name__}: {_first_line(exc)}){hint}"
             ) from exc
         card_fields = {
             "name": options.name or output_dir.name,
@@ -248,6 +257,11 @@ def write_bundle(
     card.write(ct2_dir)
     verify_files(ct2_dir, card)
     return ct2_dir
+
+
+def _first_line(exc: Exception) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else ""
 
 
 def _check_options(options: ConvertOptions) -> None:
