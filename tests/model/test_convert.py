@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -213,3 +214,21 @@ def test_opennmt_py_checkpoint_converts_with_trust(
     result = bundle.translator.translate_batch([source], max_decoding_length=6)[0]
     scored = bundle.translator.score_batch([source], [result.hypotheses[0]])[0]
     assert len(scored.log_probs) == len(result.hypotheses[0]) + 1
+
+
+def test_fairseq_without_fairseq_installed_says_so(
+    tiny_marian_checkpoint: Path, tmp_path: Path
+) -> None:
+    pytest.importorskip("torch")
+    if importlib.util.find_spec("fairseq") is not None:
+        pytest.skip("fairseq is installed")
+    checkpoint = tmp_path / "checkpoint_best.pt"
+    checkpoint.write_bytes(b"")
+    options = _options(
+        checkpoint,
+        tmp_path / "fs",
+        source_format="fairseq",
+        source_spm=tiny_marian_checkpoint / "source.spm",
+    )
+    with pytest.raises(ModelError, match="converting fairseq checkpoints needs fairseq installed"):
+        convert_checkpoint(options)

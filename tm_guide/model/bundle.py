@@ -75,7 +75,7 @@ class Bundle:
         """
         path = Path(path)
         if not path.exists():
-            raise ModelError(f"{path}: model bundle not found")
+            raise ModelError(f"{path}: model bundle not found (set TM_GUIDE_MODEL or pass --model)")
         if path.is_file():
             from tm_guide.model.archive import unpack_archive
 

@@ -183,6 +183,10 @@ def convert_checkpoint(options: ConvertOptions) -> Path:
             hint = ""
             if type(exc).__name__ == "UnpicklingError" and not options.trust_checkpoint:
                 hint = "; if the checkpoint comes from a trusted source, pass --trust-checkpoint"
+            elif isinstance(exc, ImportError) and exc.name:
+                hint = (
+                    f"; converting {options.source_format} checkpoints needs {exc.name} installed"
+                )
             raise ModelError(
                 f"{options.checkpoint}: CTranslate2 could not convert this {options.source_format} "
                 f"checkpoint ({type(exc).__name__}: {_first_line(exc)}){hint}"
