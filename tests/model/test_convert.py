@@ -11,7 +11,8 @@ import pytest
 
 from tm_guide.errors import InvalidInput, ModelError
 from tm_guide.model import Bundle
-from tm_guide.model.convert import ConvertOptions, convert_checkpoint
+from tm_guide.model.card import sha256_file
+from tm_guide.model.convert import ConvertOptions, convert_checkpoint, write_bundle
 
 # transformers' Marian tokenizer asks for an optional package the conversion does not need.
 pytestmark = pytest.mark.filterwarnings("ignore:Recommended. pip install sacremoses")
@@ -232,3 +233,34 @@ def test_fairseq_without_fairseq_installed_says_so(
     )
     with pytest.raises(ModelError, match="converting fairseq checkpoints needs fairseq installed"):
         convert_checkpoint(options)
+
+
+def test_write_bundle_moves_source_eos_from_config_to_card(
+    bundle_copy: Path, tmp_path: Path
+) -> None:
+    """A converter that lets CTranslate2 add </s> (fairseq, native Marian) gives the same bundle."""
+    ct2_dir = tmp_path / "ct2"
+    ct2_dir.mkdir()
+    for name in ("model.bin", "shared_vocabulary.json"):
+        (ct2_dir / name).write_bytes((bundle_copy / name).read_bytes())
+    config = json.loads((bundle_copy / "config.json").read_text())
+    (ct2_dir / "config.json").write_text(json.dumps({**config, "add_source_eos": True}))
+
+    fields = {"name": "eos", "source_lang": "en", "target_lang": "de", "metrics": {"bleu": 1.5}}
+    path = write_bundle(ct2_dir, bundle_copy / "source.spm", bundle_copy / "target.spm", fields)
+    bundle = Bundle.load(path)
+    assert bundle.card.add_source_eos is True
+    assert bundle.card.metrics.bleu == 1.5
+    assert json.loads((path / "config.json").read_text())["add_source_eos"] is False
+    assert bundle.source_input(["▁a"]) == ["▁a", "</s>"]
+
+
+def test_bundle_whose_config_adds_source_eos_is_refused(bundle_copy: Path) -> None:
+    config_path = bundle_copy / "config.json"
+    config = json.loads(config_path.read_text())
+    config_path.write_text(json.dumps({**config, "add_source_eos": True}))
+    card = json.loads((bundle_copy / "model_card.json").read_text())
+    card["files"]["config.json"] = sha256_file(config_path)
+    (bundle_copy / "model_card.json").write_text(json.dumps(card))
+    with pytest.raises(ModelError, match=r"config\.json: add_source_eos is true"):
+        Bundle.load(bundle_copy)

@@ -24,7 +24,7 @@ from tm_guide.model.card import CARD_FILE, ModelCard, sha256_file
 
 SOURCE_SPM = "source.spm"
 TARGET_SPM = "target.spm"
-EOS = "</s>"
+DEFAULT_EOS = "</s>"
 REQUIRED_FILES = ("model.bin", "config.json", SOURCE_SPM, TARGET_SPM)
 _VOCAB_STEMS = ("shared_vocabulary", "source_vocabulary", "target_vocabulary")
 _DEVICES = ("cpu", "cuda", "auto")
@@ -51,6 +51,7 @@ class Bundle:
         source_sp: spm.SentencePieceProcessor,
         target_sp: spm.SentencePieceProcessor,
         vocabularies: Vocabularies,
+        eos_token: str = DEFAULT_EOS,
     ) -> None:
         self.path = path
         self.card = card
@@ -58,6 +59,7 @@ class Bundle:
         self.source_sp = source_sp
         self.target_sp = target_sp
         self.vocabularies = vocabularies
+        self.eos_token = eos_token  # the model's end-of-sentence token (config.json)
 
     @classmethod
     def load(
@@ -91,7 +93,7 @@ class Bundle:
         check_pieces_in_vocabulary(
             target_sp, vocabularies.target, TARGET_SPM, vocabularies.target_file
         )
-        _check_config(path)
+        eos_token = _check_config(path)
         try:
             translator = ctranslate2.Translator(
                 str(path),
@@ -103,7 +105,7 @@ class Bundle:
             raise ModelError(
                 f"{path / 'model.bin'}: CTranslate2 cannot load the model ({exc})"
             ) from exc
-        return cls(path, card, translator, source_sp, target_sp, vocabularies)
+        return cls(path, card, translator, source_sp, target_sp, vocabularies, eos_token)
 
     def encode_source(self, text: str) -> list[str]:
         """Source subword pieces, WITHOUT `</s>` (see `source_input`)."""
@@ -114,7 +116,8 @@ class Bundle:
 
     def decode_target(self, tokens: Sequence[str]) -> str:
         """Detokenize target pieces; end-of-sentence or padding tokens, if any, are dropped."""
-        return str(self.target_sp.decode_pieces([t for t in tokens if t not in (EOS, "<pad>")]))
+        dropped = (self.eos_token, "<pad>")
+        return str(self.target_sp.decode_pieces([t for t in tokens if t not in dropped]))
 
     def source_input(self, pieces: Sequence[str]) -> list[str]:
         """The tokens to pass to translator.translate_batch/score_batch for these source pieces.
@@ -123,8 +126,8 @@ class Bundle:
         know how the model was converted.
         """
         tokens = list(pieces)
-        if self.card.add_source_eos and (not tokens or tokens[-1] != EOS):
-            tokens.append(EOS)
+        if self.card.add_source_eos and (not tokens or tokens[-1] != self.eos_token):
+            tokens.append(self.eos_token)
         return tokens
 
     def require_languages(self, source_lang: str, target_lang: str) -> None:
@@ -259,8 +262,8 @@ def check_pieces_in_vocabulary(
         )
 
 
-def _check_config(bundle_dir: Path) -> None:
-    """The bundle's config.json must leave source EOS to us (see ModelCard.add_source_eos)."""
+def _check_config(bundle_dir: Path) -> str:
+    """The model's EOS token; config.json must leave source EOS to us (card.add_source_eos)."""
     path = bundle_dir / "config.json"
     try:
         config = json.loads(path.read_text(encoding="utf-8"))
@@ -273,3 +276,7 @@ def _check_config(bundle_dir: Path) -> None:
             f"{path}: add_source_eos is true; a bundle sets it false and records it in {CARD_FILE} "
             "instead (re-create the bundle with `tm-guide model convert`)"
         )
+    eos = config.get("eos_token") or DEFAULT_EOS
+    if not isinstance(eos, str):
+        raise ModelError(f"{path}: eos_token must be a string")
+    return eos
