@@ -102,8 +102,9 @@ def tiny_marian_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
         decoder_start_token_id=vocab["<pad>"],
         forced_eos_token_id=vocab["</s>"],
     )
-    torch.manual_seed(0)
-    model = transformers.MarianMTModel(config).eval()
+    with torch.random.fork_rng():  # leave the session's global RNG alone
+        torch.manual_seed(0)
+        model = transformers.MarianMTModel(config).eval()
     model.save_pretrained(out)
     return out
 
