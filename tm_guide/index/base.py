@@ -1,0 +1,96 @@
+"""The full-text index interface: the database is the source of truth, an index only a fast view.
+
+An index records, per memory, the memory revision it reflects. The store compares that with the
+database and catches up or rebuilds, so a stale or missing index is never used silently.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class MemoryKey:
+    """Identifies one state of one memory: a re-created memory has a new uuid."""
+
+    id: int
+    uuid: str
+    revision: int
+
+
+@dataclass(frozen=True)
+class IndexDoc:
+    segment_id: int
+    source: str
+
+
+@dataclass
+class IndexChange:
+    """What one committed database transaction did to a memory's source side.
+
+    `base_revision` is the revision the memory had before the transaction; the index only records
+    `memory.revision` when it was exactly at `base_revision`, so concurrent writers can never make
+    an index claim a revision whose changes it has not seen.
+    """
+
+    memory: MemoryKey
+    base_revision: int
+    added: Iterable[IndexDoc] = ()
+    updated: Iterable[IndexDoc] = ()
+    deleted: Iterable[int] = ()
+
+
+@dataclass(frozen=True)
+class IndexOptions:
+    """Retrieval settings. Only the `max_query_terms` rarest query words are scored: common words
+    barely change BM25 ranks but dominate the cost of a query."""
+
+    max_query_terms: int = 8
+    writer_timeout_s: float = 30.0
+    bulk_memory_mb: int = 128
+
+
+class SourceIndex(ABC):
+    """Top-M retrieval over the source side of a memory's segments (BM25 or similar)."""
+
+    @abstractmethod
+    def apply(self, change: IndexChange) -> None:
+        """Apply the effect of one committed transaction."""
+
+    def add(self, memory: MemoryKey, base_revision: int, docs: Iterable[IndexDoc]) -> None:
+        self.apply(IndexChange(memory, base_revision, added=list(docs)))
+
+    def update(self, memory: MemoryKey, base_revision: int, docs: Iterable[IndexDoc]) -> None:
+        self.apply(IndexChange(memory, base_revision, updated=list(docs)))
+
+    def delete(self, memory: MemoryKey, base_revision: int, segment_ids: Iterable[int]) -> None:
+        self.apply(IndexChange(memory, base_revision, deleted=list(segment_ids)))
+
+    @abstractmethod
+    def catch_up(self, memory: MemoryKey, docs: Iterable[IndexDoc]) -> None:
+        """(Re)index `docs` (every segment changed since the indexed revision) and record
+        `memory.revision`."""
+
+    @abstractmethod
+    def rebuild(self, memory: MemoryKey, docs: Iterable[IndexDoc]) -> None:
+        """Replace everything indexed for the memory by `docs` and record `memory.revision`."""
+
+    @abstractmethod
+    def indexed_revision(self, memory: MemoryKey) -> int | None:
+        """The revision the index reflects for this memory, or None when it has none."""
+
+    def is_current(self, memory: MemoryKey) -> bool:
+        return self.indexed_revision(memory) == memory.revision
+
+    @abstractmethod
+    def search(self, memory: MemoryKey, text: str, limit: int) -> list[tuple[int, float]]:
+        """(segment id, score) pairs, best first."""
+
+    @abstractmethod
+    def drop(self, memory: MemoryKey) -> None:
+        """Forget the memory (it was deleted)."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release open files."""

@@ -1,0 +1,535 @@
+"""The translation-memory store: memories, segments, API keys and the full-text index in step.
+
+The database is the source of truth. Every change bumps the memory's revision in the same
+transaction; after the commit the index is told what changed. If that fails, the index simply
+stays at an older revision, which the next search notices and repairs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import secrets
+import uuid as uuidlib
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, Engine, bindparam, delete, func, insert, select, update
+from sqlalchemy.exc import IntegrityError
+from tqdm import tqdm
+
+from tm_guide.config import default_index_dir
+from tm_guide.errors import Conflict, InvalidInput, NotFound, Unauthorized
+from tm_guide.index import IndexChange, IndexDoc, IndexOptions, MemoryKey, SourceIndex, WhooshIndex
+from tm_guide.records import SegmentRecord
+from tm_guide.store.convert import (
+    api_key_from_row,
+    memory_from_row,
+    now,
+    segment_from_row,
+)
+from tm_guide.store.engine import create_store_engine, upgrade_to_head
+from tm_guide.store.merge import BatchOutcome, apply_batch
+from tm_guide.store.models import ApiKeyRow, MemoryRow, SegmentRow
+from tm_guide.store.types import ApiKey, ImportReport, Memory, SearchHit, Segment, SegmentAnalysis
+
+log = logging.getLogger(__name__)
+
+memories = MemoryRow.__table__
+segments = SegmentRow.__table__
+api_keys = ApiKeyRow.__table__
+
+LANGUAGE_TAG = re.compile(r"^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$")
+ACCESS_LEVELS = ("read", "write")
+TOKEN_PREFIX = "tmg_"
+
+
+@dataclass(frozen=True)
+class StoreOptions:
+    """Tuning of bulk work; the defaults suit both backends."""
+
+    import_batch: int = 2000
+    read_batch: int = 2000
+    index: IndexOptions = IndexOptions()
+    repair_index_on_open: bool = True
+
+
+@dataclass(frozen=True)
+class IndexState:
+    memory: Memory
+    indexed_revision: int | None
+
+    @property
+    def current(self) -> bool:
+        return self.indexed_revision == self.memory.revision
+
+
+def _key(memory: Memory) -> MemoryKey:
+    return MemoryKey(memory.id, memory.uuid, memory.revision)
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+class Store:
+    """Thread-safe; one per process (each process opens its own)."""
+
+    def __init__(self, engine: Engine, index: SourceIndex, options: StoreOptions) -> None:
+        self.engine = engine
+        self.index = index
+        self.options = options
+
+    @classmethod
+    def open(
+        cls, url: str, index_dir: Path | None = None, options: StoreOptions | None = None
+    ) -> Store:
+        """Connect, migrate to the newest schema, and repair a stale or missing index."""
+        options = options or StoreOptions()
+        engine = create_store_engine(url)
+        try:
+            upgrade_to_head(engine)
+        except Exception:
+            engine.dispose()
+            raise
+        directory = Path(index_dir) if index_dir is not None else default_index_dir(url)
+        store = cls(engine, WhooshIndex(directory, options.index), options)
+        if options.repair_index_on_open:
+            for state in store.index_states():
+                if not state.current:
+                    log.warning(
+                        "index of memory %r is at revision %s, database at %s: repairing",
+                        state.memory.name,
+                        state.indexed_revision,
+                        state.memory.revision,
+                    )
+                    store.ensure_index(state.memory)
+        return store
+
+    def close(self) -> None:
+        self.index.close()
+        self.engine.dispose()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- memories -------------------------------------------------------------------------
+
+    def create_memory(
+        self, name: str, source_lang: str, target_lang: str, description: str = ""
+    ) -> Memory:
+        name = (name or "").strip()
+        if not name or len(name) > 200:
+            raise InvalidInput("memory name must be 1 to 200 characters", field="name")
+        for label, tag in (("source_lang", source_lang), ("target_lang", target_lang)):
+            if not isinstance(tag, str) or not LANGUAGE_TAG.match(tag):
+                raise InvalidInput(
+                    f"{label} {tag!r} is not a language tag like en or de-DE", field=label
+                )
+        values = {
+            "uuid": uuidlib.uuid4().hex,
+            "name": name,
+            "source_lang": source_lang,
+            "target_lang": target_lang,
+            "description": description or "",
+            "revision": 0,
+            "segment_count": 0,
+            "created_at": now(),
+        }
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(insert(memories).values(values))
+        except IntegrityError as exc:
+            raise Conflict(f"a memory named {name!r} already exists", field="name") from exc
+        memory = self.get_memory(name)
+        self.index.rebuild(_key(memory), ())
+        return memory
+
+    def get_memory(self, name_or_id: str | int) -> Memory:
+        with self.engine.connect() as conn:
+            row = None
+            if isinstance(name_or_id, int):
+                row = conn.execute(select(memories).where(memories.c.id == name_or_id)).first()
+            else:
+                row = conn.execute(select(memories).where(memories.c.name == name_or_id)).first()
+                if row is None and name_or_id.isdigit():
+                    row = conn.execute(
+                        select(memories).where(memories.c.id == int(name_or_id))
+                    ).first()
+        if row is None:
+            raise NotFound(f"no memory named {name_or_id!r}", field="memory")
+        return memory_from_row(row)
+
+    def list_memories(self) -> list[Memory]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(memories).order_by(memories.c.name)).all()
+        return [memory_from_row(row) for row in rows]
+
+    def delete_memory(self, name: str | int) -> None:
+        memory = self.get_memory(name)
+        with self.engine.begin() as conn:
+            conn.execute(delete(memories).where(memories.c.id == memory.id))
+        self.index.drop(_key(memory))
+
+    # ---- writing segments -----------------------------------------------------------------
+
+    def import_records(
+        self,
+        memory: Memory,
+        records: Iterable[SegmentRecord],
+        progress: bool = False,
+        source_name: str = "record",
+    ) -> ImportReport:
+        """All records in one transaction: an error anywhere leaves the memory as it was."""
+        report = ImportReport()
+        outcome = BatchOutcome()
+        when = now()
+        bar = tqdm(desc=f"importing into {memory.name}", unit=" seg", disable=not progress)
+        with bar, self.engine.begin() as conn:
+            revision = self._bump_revision(conn, memory.id)
+            iterator = iter(records)
+            while batch := list(islice(iterator, self.options.import_batch)):
+                apply_batch(conn, memory.id, revision, batch, report, outcome, when, source_name)
+                bar.update(len(batch))
+            self._add_count(conn, memory.id, outcome.count_delta)
+        self._index_after_commit(memory, revision, outcome, progress)
+        return report
+
+    def add_segment(self, memory: Memory, record: SegmentRecord) -> Segment:
+        """Store one confirmed segment; the next search finds it."""
+        report = ImportReport()
+        outcome = BatchOutcome()
+        with self.engine.begin() as conn:
+            revision = self._bump_revision(conn, memory.id)
+            apply_batch(conn, memory.id, revision, [record], report, outcome, now())
+            if report.skipped:
+                raise InvalidInput("source and target must not be empty", field="source")
+            self._add_count(conn, memory.id, outcome.count_delta)
+            row = conn.execute(
+                select(segments).where(
+                    segments.c.memory_id == memory.id, segments.c.pair_hash == outcome.last_hash
+                )
+            ).one()
+        self._index_after_commit(memory, revision, outcome, progress=False)
+        return segment_from_row(row)
+
+    def update_segment(self, memory: Memory, tuid: str, record: SegmentRecord) -> Segment:
+        """Replace the segment with this tuid (NotFound if there is none)."""
+        with self.engine.connect() as conn:
+            exists = conn.execute(
+                select(segments.c.id).where(
+                    segments.c.memory_id == memory.id, segments.c.tuid == tuid
+                )
+            ).first()
+        if exists is None:
+            raise NotFound(f"no segment with tuid {tuid!r} in memory {memory.name!r}", field="tuid")
+        fields = {**record.__dict__, "tuid": tuid}
+        return self.add_segment(memory, SegmentRecord(**fields))
+
+    def delete_segment(self, memory: Memory, segment_id: int) -> None:
+        with self.engine.begin() as conn:
+            revision = self._bump_revision(conn, memory.id)
+            gone = conn.execute(
+                delete(segments).where(
+                    segments.c.id == segment_id, segments.c.memory_id == memory.id
+                )
+            ).rowcount
+            if not gone:
+                raise NotFound(
+                    f"no segment {segment_id} in memory {memory.name!r}", field="segment_id"
+                )
+            self._add_count(conn, memory.id, -1)
+        outcome = BatchOutcome(deleted_ids=[segment_id])
+        self._index_after_commit(memory, revision, outcome, progress=False)
+
+    def set_analysis(self, items: Iterable[SegmentAnalysis]) -> None:
+        """Store tokens and alignments; text and revision stay as they are (index unaffected)."""
+        statement = (
+            update(segments)
+            .where(segments.c.id == bindparam("segment_id"))
+            .values(
+                source_tokens=bindparam("v_source_tokens"),
+                target_tokens=bindparam("v_target_tokens"),
+                alignment=bindparam("v_alignment"),
+                tokenizer_id=bindparam("v_tokenizer_id"),
+                aligner_id=bindparam("v_aligner_id"),
+            )
+        )
+        params = [
+            {
+                "segment_id": item.segment_id,
+                "v_source_tokens": list(item.source_tokens),
+                "v_target_tokens": list(item.target_tokens),
+                "v_alignment": [[int(s), int(t)] for s, t in item.alignment],
+                "v_tokenizer_id": item.tokenizer_id,
+                "v_aligner_id": item.aligner_id,
+            }
+            for item in items
+        ]
+        if params:
+            with self.engine.begin() as conn:
+                conn.execute(statement, params)
+
+    def _bump_revision(self, conn: Connection, memory_id: int) -> int:
+        # The first statement of every write: it takes the write lock (SQLite) or the memory's
+        # row lock (PostgreSQL), so writes to one memory are serialized and dedup is exact.
+        revision = conn.execute(
+            update(memories)
+            .where(memories.c.id == memory_id)
+            .values(revision=memories.c.revision + 1)
+            .returning(memories.c.revision)
+        ).scalar()
+        if revision is None:
+            raise NotFound(f"memory {memory_id} does not exist (deleted?)", field="memory")
+        return int(revision)
+
+    def _add_count(self, conn: Connection, memory_id: int, delta: int) -> None:
+        if delta:
+            conn.execute(
+                update(memories)
+                .where(memories.c.id == memory_id)
+                .values(segment_count=memories.c.segment_count + delta)
+            )
+
+    def _index_after_commit(
+        self, memory: Memory, revision: int, outcome: BatchOutcome, progress: bool
+    ) -> None:
+        key = MemoryKey(memory.id, memory.uuid, revision)
+        try:
+            with self.engine.connect() as conn:
+                rows = conn.execution_options(yield_per=self.options.read_batch).execute(
+                    select(segments.c.id, segments.c.source).where(
+                        segments.c.memory_id == memory.id, segments.c.revision == revision
+                    )
+                )
+                updated = outcome.updated_ids
+                added = (
+                    IndexDoc(r.id, r.source)
+                    for r in tqdm(rows, desc="indexing", unit=" seg", disable=not progress)
+                )
+                # Rows of this revision are either new or replaced; replaced ones were listed.
+                docs = list(added) if updated else added
+                self.index.apply(
+                    IndexChange(
+                        key,
+                        base_revision=revision - 1,
+                        added=(d for d in docs if d.segment_id not in updated),
+                        updated=[d for d in docs if d.segment_id in updated] if updated else (),
+                        deleted=outcome.deleted_ids,
+                    )
+                )
+        except Exception as exc:
+            # The database change is committed; the index stays at its older revision and is
+            # repaired by the next search (or `tm-guide index rebuild`).
+            log.warning("index update for memory %r failed (%s); marked stale", memory.name, exc)
+
+    # ---- reading segments -----------------------------------------------------------------
+
+    def get_segments(self, ids: Sequence[int]) -> list[Segment]:
+        """Segments in the order of `ids`; ids that do not exist (any more) are left out."""
+        wanted = [int(i) for i in ids]
+        found: dict[int, Segment] = {}
+        with self.engine.connect() as conn:
+            for start in range(0, len(wanted), self.options.read_batch):
+                chunk = wanted[start : start + self.options.read_batch]
+                for row in conn.execute(select(segments).where(segments.c.id.in_(chunk))):
+                    found[row.id] = segment_from_row(row)
+        return [found[i] for i in wanted if i in found]
+
+    def iter_segments(self, memory: Memory) -> Iterator[Segment]:
+        """All segments by id, fetched in pages (no long-held read transaction)."""
+        last = 0
+        while True:
+            with self.engine.connect() as conn:
+                rows = conn.execute(
+                    select(segments)
+                    .where(segments.c.memory_id == memory.id, segments.c.id > last)
+                    .order_by(segments.c.id)
+                    .limit(self.options.read_batch)
+                ).all()
+            if not rows:
+                return
+            for row in rows:
+                yield segment_from_row(row)
+            last = rows[-1].id
+
+    def concordance(
+        self, memory: Memory, text: str, side: str = "source", limit: int = 50
+    ) -> list[Segment]:
+        """Segments whose source (or target) contains `text`, case-insensitively."""
+        if side not in ("source", "target"):
+            raise InvalidInput("side must be 'source' or 'target'", field="side")
+        if not text.strip():
+            raise InvalidInput("concordance text must not be empty", field="text")
+        escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        column = segments.c[side]
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(segments)
+                .where(segments.c.memory_id == memory.id, column.ilike(f"%{escaped}%", escape="\\"))
+                .order_by(segments.c.usage_count.desc(), segments.c.id)
+                .limit(limit)
+            ).all()
+        return [segment_from_row(row) for row in rows]
+
+    def search(self, memory_ids: Sequence[int], text: str, limit: int = 10) -> list[SearchHit]:
+        """Top `limit` segments by BM25 over the source side of several memories."""
+        if limit <= 0 or not memory_ids:
+            return []
+        wanted = list(dict.fromkeys(int(i) for i in memory_ids))
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(memories).where(memories.c.id.in_(wanted))).all()
+        found = {row.id: memory_from_row(row) for row in rows}
+        missing = [i for i in wanted if i not in found]
+        if missing:
+            raise NotFound(f"no memory with id {missing[0]}", field="memory")
+        scored: list[tuple[float, int]] = []
+        for memory in found.values():
+            self.ensure_index(memory)
+            scored.extend(
+                (score, sid) for sid, score in self.index.search(_key(memory), text, limit)
+            )
+        scored.sort(key=lambda item: (-item[0], item[1]))
+        top = scored[:limit]
+        by_id = {s.id: s for s in self.get_segments([sid for _, sid in top])}
+        # A segment deleted by another process may still be indexed for a moment: leave it out.
+        return [SearchHit(by_id[sid], score) for score, sid in top if sid in by_id]
+
+    # ---- index upkeep ---------------------------------------------------------------------
+
+    def index_states(self) -> list[IndexState]:
+        return [IndexState(m, self.index.indexed_revision(_key(m))) for m in self.list_memories()]
+
+    def ensure_index(self, memory: Memory, progress: bool = False) -> None:
+        """Make the memory's index reflect `memory.revision` (or newer): catch up or rebuild."""
+        key = _key(memory)
+        indexed = self.index.indexed_revision(key)
+        if indexed is not None and indexed >= memory.revision:
+            if indexed == memory.revision:
+                return
+            # An index ahead of the database (restored backup?) cannot be trusted.
+            self.rebuild_index(memory, progress)
+            return
+        if indexed is None:
+            self.rebuild_index(memory, progress)
+            return
+        with self.engine.connect() as conn:
+            rows = conn.execution_options(yield_per=self.options.read_batch).execute(
+                select(segments.c.id, segments.c.source).where(
+                    segments.c.memory_id == memory.id, segments.c.revision > indexed
+                )
+            )
+            self.index.catch_up(key, (IndexDoc(r.id, r.source) for r in rows))
+
+    def rebuild_index(self, memory: Memory, progress: bool = False) -> None:
+        """Re-index the memory from the database (the source of truth)."""
+        with self.engine.connect() as conn:
+            # Read the revision and the rows in one snapshot-consistent pass.
+            memory = memory_from_row(
+                conn.execute(select(memories).where(memories.c.id == memory.id)).one()
+            )
+            rows = conn.execution_options(yield_per=self.options.read_batch).execute(
+                select(segments.c.id, segments.c.source).where(segments.c.memory_id == memory.id)
+            )
+            docs = (
+                IndexDoc(r.id, r.source)
+                for r in tqdm(
+                    rows,
+                    total=memory.segment_count,
+                    desc=f"indexing {memory.name}",
+                    unit=" seg",
+                    disable=not progress,
+                )
+            )
+            self.index.rebuild(_key(memory), docs)
+
+    # ---- API keys -------------------------------------------------------------------------
+
+    def create_api_key(self, name: str, scopes: dict[str, str]) -> tuple[ApiKey, str]:
+        """A new key; the token is returned once and only its hash is stored."""
+        name = (name or "").strip()
+        if not name or len(name) > 200:
+            raise InvalidInput("key name must be 1 to 200 characters", field="name")
+        if not scopes:
+            raise InvalidInput("a key needs at least one scope (memory name or *)", field="scopes")
+        for memory_name, access in scopes.items():
+            if access not in ACCESS_LEVELS:
+                raise InvalidInput(
+                    f"scope {memory_name!r}: access must be read or write, not {access!r}",
+                    field="scopes",
+                )
+        token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        try:
+            with self.engine.begin() as conn:
+                # A revoked key's name may be reused.
+                conn.execute(
+                    delete(api_keys).where(
+                        api_keys.c.name == name, api_keys.c.revoked_at.is_not(None)
+                    )
+                )
+                conn.execute(
+                    insert(api_keys).values(
+                        name=name, key_hash=hash_token(token), scopes=dict(scopes), created_at=now()
+                    )
+                )
+                row = conn.execute(select(api_keys).where(api_keys.c.name == name)).one()
+        except IntegrityError as exc:
+            raise Conflict(f"an API key named {name!r} already exists", field="name") from exc
+        return api_key_from_row(row), token
+
+    def verify_api_key(self, token: str) -> ApiKey:
+        if not token:
+            raise Unauthorized("missing API key")
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                select(api_keys).where(
+                    api_keys.c.key_hash == hash_token(token), api_keys.c.revoked_at.is_(None)
+                )
+            ).first()
+        if row is None:
+            raise Unauthorized("invalid or revoked API key")
+        return api_key_from_row(row)
+
+    def revoke_api_key(self, name: str) -> None:
+        with self.engine.begin() as conn:
+            done = conn.execute(
+                update(api_keys)
+                .where(api_keys.c.name == name, api_keys.c.revoked_at.is_(None))
+                .values(revoked_at=now())
+            ).rowcount
+        if not done:
+            raise NotFound(f"no active API key named {name!r}", field="name")
+
+    def list_api_keys(self) -> list[ApiKey]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(api_keys).order_by(api_keys.c.name)).all()
+        return [api_key_from_row(row) for row in rows]
+
+    # ---- statistics -----------------------------------------------------------------------
+
+    def memory_stats(self, memory: Memory) -> dict[str, Any]:
+        """Counts a user asks about: segments, analysed ones, total usage, date range."""
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                select(
+                    func.count(segments.c.id),
+                    func.count(segments.c.aligner_id),
+                    func.coalesce(func.sum(segments.c.usage_count), 0),
+                    func.min(segments.c.created_at),
+                    func.max(segments.c.changed_at),
+                ).where(segments.c.memory_id == memory.id)
+            ).one()
+        return {
+            "segments": int(row[0]),
+            "analysed": int(row[1]),
+            "usage": int(row[2]),
+            "first_created": row[3],
+            "last_changed": row[4],
+        }
