@@ -55,11 +55,10 @@ class Services:
             store = self.store()
             with self._lock:
                 if self._aligner is None:
-                    from tm_guide.pieces import AlignOptions, MemoryAligner
+                    from tm_guide.pieces.align import AlignOptions, MemoryAligner, priors_cache_dir
 
-                    index_dir = self.config.settings.index_dir
                     options = AlignOptions(
-                        cache_dir=index_dir.with_name(index_dir.name + ".priors")
+                        cache_dir=priors_cache_dir(self.config.settings.index_dir)
                     )
                     self._aligner = MemoryAligner(store, bundle, options)
         return self._aligner

@@ -14,7 +14,12 @@ from typing import Any
 from server.api.common import iso
 from server.matching import match_percentage
 from server.services import Services
-from server.translation import MTOptions, translate_segments
+from server.translation import (
+    MTOptions,
+    collect_pieces,
+    translate_options,
+    translations_json,
+)
 from tm_guide.errors import Unprocessable
 
 
@@ -45,53 +50,71 @@ class SuggestOptions:
 def suggest(
     services: Services, queries: Sequence[SegmentQuery], options: SuggestOptions
 ) -> dict[str, Any]:
+    """Matches for every query; with `translate`, the retrieval behind the matches is the piece
+    builder's, so each sentence is looked up once and its pieces go straight to the decoder."""
     started = time.perf_counter()
     store = services.store()
     memories = [store.get_memory(choice.name) for choice in options.memories]
     _check_one_language_pair(memories)
-    penalties = {
-        memory.id: choice.penalty for memory, choice in zip(memories, options.memories, strict=True)
-    }
+    penalties = {m.id: c.penalty for m, c in zip(memories, options.memories, strict=True)}
     names = {memory.id: memory.name for memory in memories}
-
-    results: list[dict[str, Any]] = []
-    for query in queries:
-        t0 = time.perf_counter()
-        hits = store.search(list(penalties), query.source, limit=options.m)
-        retrieval = time.perf_counter() - t0
-        services.metrics.stages.observe(retrieval, stage="match_retrieval")
-        results.append(
-            {
-                "source": query.source,
-                "matches": _matches(query, hits, penalties, names, options),
-                "translation": None,
-                "timings_ms": {"match_retrieval": round(retrieval * 1000, 3)},
-            }
-        )
+    sources = [q.source for q in queries]
 
     model: dict[str, Any] | None = None
-    if options.translate and queries:
+    translations: list[dict[str, Any] | None] = [None] * len(queries)
+    stage_ms: list[dict[str, float]] = [{} for _ in queries]
+    if options.translate:
         translator = services.translator()
         model = _check_model_pair(translator, memories)
-        translations = translate_segments(
-            translator, [q.source for q in queries], list(penalties), options.m, options.mt, names
-        )
-        for result, translation in zip(results, translations, strict=True):
-            timings = translation.pop("timings_ms")
-            for stage, ms in timings.items():
-                services.metrics.stages.observe(ms / 1000, stage=stage)
-            result["timings_ms"].update(timings)
-            result["translation"] = translation
+        mt_options = translate_options(options.mt, options.m, list(penalties))
+        pieces = collect_pieces(translator, sources, mt_options)
+        hits = [p.matches if p is not None else [] for p in pieces]
+        results = translator.translate(sources, mt_options, pieces=pieces)
+        translations = list(translations_json(translator, results, store, names))
+        for i, translation in enumerate(translations):
+            stage_ms[i] = _stage_timings(pieces[i], translation.pop("timings_ms"))
+    else:
+        hits = []
+        for i, source in enumerate(sources):
+            t0 = time.perf_counter()
+            hits.append(store.search(list(penalties), source, limit=options.m))
+            stage_ms[i] = {"retrieval": round((time.perf_counter() - t0) * 1000, 3)}
 
+    results_json = []
+    for query, found, translation, timings in zip(
+        queries, hits, translations, stage_ms, strict=True
+    ):
+        for stage, ms in timings.items():
+            services.metrics.stages.observe(ms / 1000, stage=stage)
+        results_json.append(
+            {
+                "source": query.source,
+                "matches": _matches(query, found, penalties, names, options),
+                "translation": translation,
+                "timings_ms": timings,
+            }
+        )
     total = time.perf_counter() - started
+    services.metrics.stages.observe(total, stage="request")
     return {
-        "results": results,
+        "results": results_json,
         "model": model,
         "memories": [
             {"name": m.name, "revision": m.revision, "penalty": penalties[m.id]} for m in memories
         ],
         "timings_ms": {"total": round(total * 1000, 3)},
     }
+
+
+def _stage_timings(pieces: Any, decoded_ms: dict[str, float]) -> dict[str, float]:
+    """Retrieval and piece collection as the piece builder measured them, then decoding."""
+    timings = {"retrieval": 0.0, "pieces": 0.0, "decoding": decoded_ms.get("decoding", 0.0)}
+    if pieces is not None:
+        retrieval = pieces.timings.get("retrieval", 0.0)
+        timings["retrieval"] = round(retrieval * 1000, 3)
+        timings["pieces"] = round((pieces.timings.get("total", 0.0) - retrieval) * 1000, 3)
+    timings["total"] = round(sum(timings.values()), 3)
+    return timings
 
 
 def _matches(

@@ -25,12 +25,38 @@ class MTOptions:
     unguided: bool = False
 
 
-def load_translator(config: Any, bundle: Any, store: Any, aligner: Any) -> Any:
-    from tm_guide.decoding import GuidedTranslator
-    from tm_guide.pieces import PieceBuilder
+# The fast exact engine when PyTorch is installed, else the exact CTranslate2 one.
+ENGINE = "auto"
 
-    builder = PieceBuilder(store, bundle, aligner=aligner)
-    return GuidedTranslator(bundle, store, builder)
+
+def load_translator(config: Any, bundle: Any, store: Any, aligner: Any) -> Any:
+    """A GuidedTranslator, warmed up with one sentence so that its engine and piece builder
+    exist before concurrent requests arrive (they are created lazily and without a lock)."""
+    from tm_guide.decoding.translator import GuidedTranslator, TranslateOptions
+
+    translator = GuidedTranslator(bundle, store)
+    translator.translate(["warm up"], TranslateOptions(engine=ENGINE))
+    return translator
+
+
+def translate_options(options: MTOptions, m: int, memory_ids: Sequence[int]) -> Any:
+    """TranslateOptions for one request: what the request leaves open keeps the library default."""
+    from tm_guide.decoding.translator import TranslateOptions
+
+    chosen: dict[str, Any] = {
+        "engine": ENGINE,
+        "m": m,
+        "binary_reward": options.binary_reward,
+        "return_unguided": options.unguided,
+        "memory_ids": tuple(memory_ids),
+    }
+    if options.lam is not None:
+        chosen["lam"] = options.lam
+    if options.beam_size is not None:
+        chosen["beam_size"] = options.beam_size
+    if options.min_similarity is not None:
+        chosen["min_similarity"] = options.min_similarity
+    return TranslateOptions(**chosen)
 
 
 def model_info(translator: Any) -> dict[str, Any]:
@@ -44,15 +70,57 @@ def model_info(translator: Any) -> dict[str, Any]:
     }
 
 
-def translate_segments(
-    translator: Any,
-    sources: Sequence[str],
-    memory_ids: Sequence[int],
-    m: int,
-    options: MTOptions,
-    memory_names: dict[int, str],
+def collect_pieces(translator: Any, sources: Sequence[str], options: Any) -> list[Any]:
+    """Translation pieces (and the fuzzy matches they came from) per sentence; None for a
+    sentence that tokenizes to nothing."""
+    encode = translator.bundle.encode_source
+    return [translator.collect_pieces(encode(source), options) for source in sources]
+
+
+def translations_json(
+    translator: Any, results: Sequence[Any], store: Any, memory_names: dict[int, str]
 ) -> list[dict[str, Any]]:
-    raise NotImplementedError
+    """GuidedResults as JSON, each piece with the TM segments (id, memory, tuid) it came from."""
+    ids = sorted({i for r in results for piece in r.matched_pieces for i in piece.segment_ids})
+    segments = {s.id: s for s in store.get_segments(ids)} if ids else {}
+    decode = translator.bundle.decode_target
+    out = []
+    for result in results:
+        pieces = []
+        for piece in result.matched_pieces:
+            refs = []
+            for segment_id in piece.segment_ids:
+                segment = segments.get(segment_id)
+                refs.append(
+                    {
+                        "id": segment_id,
+                        "memory": memory_names.get(segment.memory_id) if segment else None,
+                        "tuid": segment.tuid if segment else None,
+                    }
+                )
+            pieces.append(
+                {
+                    "text": decode(list(piece.tokens)),
+                    "tokens": list(piece.tokens),
+                    "position": piece.start,
+                    "score": round(piece.score, 4),
+                    "segments": refs,
+                }
+            )
+        out.append(
+            {
+                "text": result.translation,
+                "unguided": result.unguided_translation,
+                "guided": result.guided,
+                "engine": result.engine,
+                "model_score": round(result.model_score, 4),
+                "reward": round(result.reward, 4),
+                "best_match_similarity": result.best_match_similarity,
+                "pieces_used": pieces,
+                "timings_ms": {k: round(v * 1000, 3) for k, v in result.timings.items()},
+            }
+        )
+    return out
 
 
 def analyse_new_segments(services: Any, segments: Sequence[Any]) -> bool:

@@ -1,0 +1,62 @@
+"""Server settings from the environment, and the deployments `tm-guide serve` refuses to run."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from server.config import ServerConfig
+from server.serving import ServeOptions, check_deployment
+from tm_guide.config import Settings
+from tm_guide.errors import InvalidInput
+
+
+def test_limits_and_switches_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TM_GUIDE_MAX_BATCH_SIZE", "8")
+    monkeypatch.setenv("TM_GUIDE_AUTH", "off")
+    config = ServerConfig.from_env(Settings())
+    assert config.limits.max_batch_size == 8 and config.auth_enabled is False
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("TM_GUIDE_AUTH", "maybe"),
+        ("TM_GUIDE_MAX_BODY_BYTES", "lots"),
+        ("TM_GUIDE_MAX_BATCH_SIZE", "0"),
+    ],
+)
+def test_bad_setting_is_an_error_naming_the_variable(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str
+) -> None:
+    monkeypatch.setenv(name, value)
+    with pytest.raises(InvalidInput) as raised:
+        ServerConfig.from_env(Settings())
+    assert raised.value.field == name and name in raised.value.message
+
+
+def test_auth_off_is_refused_unless_bound_to_loopback() -> None:
+    config = dataclasses.replace(ServerConfig(), auth_enabled=False)
+    check_deployment(config, ServeOptions(host="127.0.0.1"))
+    check_deployment(config, ServeOptions(host="::1"))
+    with pytest.raises(InvalidInput, match="loopback"):
+        check_deployment(config, ServeOptions(host="0.0.0.0"))
+    check_deployment(ServerConfig(), ServeOptions(host="0.0.0.0"))
+
+
+def test_several_workers_are_refused_on_sqlite() -> None:
+    with pytest.raises(InvalidInput, match="PostgreSQL"):
+        check_deployment(ServerConfig(), ServeOptions(workers=2))
+    postgres = ServerConfig(settings=Settings(db_url="postgresql+psycopg://db/tm"))
+    check_deployment(postgres, ServeOptions(workers=2))
+
+
+def test_without_auth_loopback_clients_need_no_key(start_server) -> None:
+    server = start_server(extra_env={"TM_GUIDE_AUTH": "off"}, admin=False)
+    client = server.client.with_token(None)
+    created = client.post(
+        "/v1/memories", {"name": "mine", "source_lang": "en", "target_lang": "de"}
+    )
+    assert created.status == 201, created.body
+    assert client.get("/v1/memories/mine").status == 200

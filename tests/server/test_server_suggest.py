@@ -1,0 +1,93 @@
+"""Suggestions with a real (tiny, random-weight) model: a segment added over HTTP feeds the
+very next suggestion with its translation pieces."""
+
+from __future__ import annotations
+
+import pytest
+from server_scenarios import add_segment, create_memory
+
+# Words from the tiny model's vocabulary (tests/conftest.py), so that pieces are real subwords.
+TM_SOURCE = "Click open the menu file save window dialog."
+TM_TARGET = "Klicken öffnen das menü datei speichern fenster dialog."
+QUERY = "Click open the menu file print window dialog."
+
+
+@pytest.fixture(scope="module")
+def server(start_server, tiny_bundle_dir):
+    return start_server(model=tiny_bundle_dir, threads=4)
+
+
+def test_ready_once_the_model_is_loaded(server) -> None:
+    ready = server.client.get("/ready")
+    assert ready.status == 200, ready.body
+    assert ready.json["checks"] == {"database": "ok", "model": "ok"}
+
+
+def test_added_segment_gives_pieces_to_the_next_suggestion(server) -> None:
+    client = server.client
+    create_memory(client, "live")
+    add_segment(
+        client, "live", "Select table cell text page.", "Auswählen tabelle zelle text seite."
+    )
+    added = add_segment(client, "live", TM_SOURCE, TM_TARGET)
+    assert added["segment"]["aligned"] is True
+    segment_id = added["segment"]["id"]
+
+    reply = client.post(
+        "/v1/suggest",
+        {
+            "source": QUERY,
+            "memories": ["live"],
+            "options": {"lambda": 5.0, "unguided": True, "beam_size": 4},
+        },
+    )
+    assert reply.status == 200, reply.body
+    body = reply.json
+    result = body["results"][0]
+    assert result["matches"][0]["segment_id"] == segment_id
+    assert 50 <= result["matches"][0]["match"] < 100
+    translation = result["translation"]
+    assert translation["text"] and translation["unguided"] is not None
+    provenance = {ref["id"] for piece in translation["pieces_used"] for ref in piece["segments"]}
+    assert segment_id in provenance, translation
+    used = " ".join(piece["text"] for piece in translation["pieces_used"])
+    assert any(word in used.lower() for word in ("fenster", "dialog", "menü", "datei"))
+    assert body["model"]["name"] == "tiny-en-de"
+    assert body["memories"] == [
+        {"name": "live", "revision": added["memory"]["revision"], "penalty": 0}
+    ]
+    for stage in ("retrieval", "pieces", "decoding"):
+        assert stage in result["timings_ms"]
+
+
+def test_batch_suggestion_translates_every_segment(server) -> None:
+    client = server.client
+    create_memory(client, "batch")
+    add_segment(client, "batch", TM_SOURCE, TM_TARGET)
+    reply = client.post(
+        "/v1/suggest",
+        {
+            "segments": [QUERY, {"source": "Open the menu file."}, {"source": TM_SOURCE}],
+            "memories": ["batch"],
+        },
+    )
+    assert reply.status == 200, reply.body
+    results = reply.json["results"]
+    assert [r["source"] for r in results] == [QUERY, "Open the menu file.", TM_SOURCE]
+    assert all(r["translation"]["text"] for r in results)
+    assert results[2]["matches"][0]["match"] == 100
+
+
+def test_memory_in_another_language_pair_than_the_model_is_422(server) -> None:
+    client = server.client
+    create_memory(client, "french", "en", "fr")
+    add_segment(client, "french", "Open the menu.", "Ouvrez le menu.")
+    reply = client.post("/v1/suggest", {"source": "Open the menu.", "memories": ["french"]})
+    assert reply.status == 422 and reply.json["field"] == "memories"
+    matches_only = client.post(
+        "/v1/suggest",
+        {"source": "Open the menu.", "memories": ["french"], "options": {"translate": False}},
+    )
+    assert (
+        matches_only.status == 200 and matches_only.json["results"][0]["matches"][0]["match"] == 100
+    )
