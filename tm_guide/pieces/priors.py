@@ -72,18 +72,18 @@ class AlignmentPriors:
         pairs: int,
     ) -> AlignmentPriors:
         lexical: dict[str, list[tuple[str, str, float]]] = defaultdict(list)
-        for (src, trg), alpha in lex.items():
+        for (src, trg), alpha in sorted(lex.items()):
             lexical[src.lower()].append((src, trg, float(alpha)))
         fert_f: dict[str, list[tuple[str, int, float]]] = defaultdict(list)
-        for (src, fert), alpha in ferf.items():
+        for (src, fert), alpha in sorted(ferf.items()):
             fert_f[src.lower()].append((src, int(fert), float(alpha)))
         fert_r: dict[str, list[tuple[str, int, float]]] = defaultdict(list)
-        for (trg, fert), alpha in ferr.items():
+        for (trg, fert), alpha in sorted(ferr.items()):
             fert_r[trg.lower()].append((trg, int(fert), float(alpha)))
         return cls(
             lexical=dict(lexical),
-            hmm_forward={int(k): float(v) for k, v in hmmf.items()},
-            hmm_reverse={int(k): float(v) for k, v in hmmr.items()},
+            hmm_forward={int(k): float(v) for k, v in sorted(hmmf.items())},
+            hmm_reverse={int(k): float(v) for k, v in sorted(hmmr.items())},
             fertility_forward=dict(fert_f),
             fertility_reverse=dict(fert_r),
             pairs=pairs,

@@ -1,0 +1,162 @@
+"""The aligner and the piece builder on a real store (SQLite file + full-text index)."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from tm_guide.errors import InvalidInput
+from tm_guide.pieces.align import ALIGNER_ID, AlignOptions, MemoryAligner
+from tm_guide.pieces.builder import PieceBuilder, PieceOptions
+from tm_guide.pieces.priors import AlignmentPriors
+from tm_guide.pieces.tokenizer import WhitespaceTokenizer
+from tm_guide.records import SegmentRecord
+from tm_guide.store import Store
+
+
+def ngrams_of(tokens, max_n=4):  # type: ignore[no-untyped-def]
+    return {
+        tuple(tokens[i : j + 1])
+        for i in range(len(tokens))
+        for j in range(i, min(len(tokens), i + max_n))
+    }
+
+
+@pytest.fixture(scope="module")
+def aligned_template(tmp_path_factory, gold_pairs, gold_tokenizer):  # type: ignore[no-untyped-def]
+    """A store holding the gold pairs, aligned once; each test works on a copy of its files."""
+    root = tmp_path_factory.mktemp("aligned")
+    store = Store.open(f"sqlite:///{root / 'tm.sqlite'}", root / "index")
+    memory = store.create_memory("ui", "en", "de")
+    store.import_records(
+        memory, [SegmentRecord(" ".join(p.source), " ".join(p.target)) for p in gold_pairs]
+    )
+    aligner = MemoryAligner(store, gold_tokenizer, AlignOptions(cache_dir=root / "priors"))
+    report = aligner.align_memory(store.get_memory(memory.id))
+    store.close()
+    return root, report
+
+
+@pytest.fixture
+def store(tmp_path: Path, aligned_template):  # type: ignore[no-untyped-def]
+    shutil.copytree(aligned_template[0], tmp_path / "tm")
+    store = Store.open(f"sqlite:///{tmp_path / 'tm' / 'tm.sqlite'}", tmp_path / "tm" / "index")
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def memory(store):  # type: ignore[no-untyped-def]
+    return store.get_memory("ui")
+
+
+@pytest.fixture
+def aligner(store, gold_tokenizer, tmp_path: Path) -> MemoryAligner:  # type: ignore[no-untyped-def]
+    return MemoryAligner(store, gold_tokenizer, AlignOptions(cache_dir=tmp_path / "tm" / "priors"))
+
+
+def test_bulk_alignment_records_tokenizer_and_aligner(  # type: ignore[no-untyped-def]
+    store, memory, aligner, gold_tokenizer, aligned_template
+):
+    report = aligned_template[1]
+    assert (report.mode, report.aligned) == ("full", memory.segment_count)
+    for segment in store.iter_segments(memory):
+        assert segment.tokenizer_id == gold_tokenizer.tokenizer_id
+        assert segment.aligner_id == ALIGNER_ID
+        assert segment.source_tokens == gold_tokenizer.encode_source(segment.source)
+        assert segment.target_tokens == gold_tokenizer.encode_target(segment.target)
+        assert all(
+            0 <= s < len(segment.source_tokens) and 0 <= t < len(segment.target_tokens)
+            for s, t in segment.alignment
+        )
+    assert aligner.align_memory(memory, mode="stale").mode == "none"
+
+
+def test_priors_are_cached_and_reloadable(memory, aligner, tmp_path: Path):  # type: ignore[no-untyped-def]
+    [path] = (tmp_path / "tm" / "priors").iterdir()
+    priors = AlignmentPriors.load(path)
+    assert priors.pairs == memory.segment_count
+    assert priors.lexical == aligner.priors_for(memory).lexical
+
+
+def test_exact_match_yields_every_target_ngram_with_score_1(store, memory, aligner, gold_tokenizer):  # type: ignore[no-untyped-def]
+    builder = PieceBuilder(store, gold_tokenizer, aligner=aligner)
+    text = "You do not have permission to open this file ."
+    pieces = builder.collect(text, [memory.id])
+    best = pieces.matches[0]
+    assert best.segment.source == text and best.similarity == 1.0
+    expected = ngrams_of(best.segment.target_tokens)
+    assert expected <= set(pieces.ngrams)
+    assert all(pieces.ngrams[ngram] == 1.0 for ngram in expected)
+    assert all(best.segment.id in pieces.provenance[ngram] for ngram in expected)
+    assert set(best.segment.target_tokens) <= pieces.unigrams
+    assert all(0.0 <= score <= 1.0 for score in pieces.ngrams.values())
+    assert len(pieces.matches) <= 10
+    assert {"retrieval", "edit_distance", "collection", "total"} <= set(pieces.timings)
+
+
+def test_options_change_scores_and_filter(store, memory, aligner, gold_tokenizer):  # type: ignore[no-untyped-def]
+    builder = PieceBuilder(store, gold_tokenizer, aligner=aligner)
+    text = "Do you want to save the document ?"
+    graded = builder.collect(text, [memory.id], PieceOptions(m=20))
+    assert any(score < 1.0 for score in graded.ngrams.values())
+    binary = builder.collect(text, [memory.id], PieceOptions(m=20, binary_reward=True))
+    assert set(binary.ngrams) == set(graded.ngrams)
+    assert set(binary.ngrams.values()) == {1.0}
+    strict = builder.collect(text, [memory.id], PieceOptions(m=20, min_similarity=0.8))
+    assert set(strict.ngrams) < set(graded.ngrams)
+    kept = {m.segment.id for m in strict.matches if m.similarity >= 0.8}
+    assert all(set(ids) & kept for ids in strict.provenance.values())
+    assert len(builder.collect(text, [memory.id], PieceOptions(m=3)).matches) <= 3
+
+
+def test_unrelated_input_yields_no_pieces(store, memory, aligner, gold_tokenizer):  # type: ignore[no-untyped-def]
+    pieces = PieceBuilder(store, gold_tokenizer, aligner=aligner).collect("zzz qqq", [memory.id])
+    assert not pieces and pieces.unigrams == frozenset()
+
+
+def test_added_segment_is_aligned_at_once_and_used(store, memory, aligner, gold_tokenizer):  # type: ignore[no-untyped-def]
+    record = SegmentRecord("Export the table as PDF .", "Exportieren Sie die Tabelle als PDF .")
+    segment = store.add_segment(memory, record)
+    started = time.perf_counter()
+    analyses = aligner.align_segments([segment])
+    assert time.perf_counter() - started < 5  # generous: the bench measures the real figure
+    assert analyses[segment.id].tokenizer_id == gold_tokenizer.tokenizer_id
+    [stored] = store.get_segments([segment.id])
+    assert aligner.is_current(stored)
+    pieces = PieceBuilder(store, gold_tokenizer, aligner=aligner).collect(
+        record.source, [memory.id]
+    )
+    assert pieces.matches[0].segment.id == segment.id
+    assert tuple(gold_tokenizer.encode_target("als PDF .")) in pieces.ngrams
+
+
+def test_builder_aligns_unaligned_segments_on_the_fly(store, memory, aligner, gold_tokenizer):  # type: ignore[no-untyped-def]
+    record = SegmentRecord("Print the selected table .", "Drucken Sie die ausgewählte Tabelle .")
+    segment = store.add_segment(memory, record)
+    pieces = PieceBuilder(store, gold_tokenizer, aligner=aligner).collect(
+        record.source, [memory.id]
+    )
+    assert segment.id in {m.segment.id for m in pieces.matches}
+    assert ngrams_of(gold_tokenizer.encode_target(record.target)) <= set(pieces.ngrams)
+    [stored] = store.get_segments([segment.id])
+    assert aligner.is_current(stored)
+
+
+def test_another_tokenizer_makes_alignments_stale(store, memory, aligner):  # type: ignore[no-untyped-def]
+    words = MemoryAligner(store, WhitespaceTokenizer())
+    assert not any(words.is_current(s) for s in store.iter_segments(memory))
+    assert words.align_memory(memory).mode == "full"
+    for segment in store.iter_segments(memory):
+        assert segment.tokenizer_id == "whitespace"
+        assert segment.source_tokens == segment.source.split()
+
+
+def test_piece_options_are_checked() -> None:
+    with pytest.raises(InvalidInput, match="m must be between 1 and 100"):
+        PieceOptions(m=101)
+    with pytest.raises(InvalidInput, match="min_similarity"):
+        PieceOptions(min_similarity=1.5)
