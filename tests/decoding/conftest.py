@@ -50,7 +50,9 @@ def _convert(checkpoint: Path, out: Path, quantization: str) -> Path:
 
 
 @pytest.fixture(scope="session")
-def peaked_checkpoint(tiny_marian_checkpoint: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def peaked_checkpoint(
+    tiny_marian_checkpoint: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
     return _peaked_checkpoint(tiny_marian_checkpoint, tmp_path_factory.mktemp("peaked") / "hf")
 
 

@@ -53,10 +53,14 @@ def test_torch_log_probs_equal_score_batch(request, bundle_name, sentences):
 
 
 @pytest.mark.parametrize("beam", [1, 4])
-def test_torch_lambda_zero_reproduces_native_beam_search(peaked_bundle, torch_peaked, beam, sentences):
+def test_torch_lambda_zero_reproduces_native_beam_search(
+    peaked_bundle, torch_peaked, beam, sentences
+):
     bundle = peaked_bundle
     inputs = _inputs(bundle, sentences)
-    found = beam_search(torch_peaked, inputs, SearchOptions(beam_size=beam, max_length=MAX_LENGTH, lam=0))
+    found = beam_search(
+        torch_peaked, inputs, SearchOptions(beam_size=beam, max_length=MAX_LENGTH, lam=0)
+    )
     native = bundle.translator.translate_batch(
         inputs, beam_size=beam, max_decoding_length=MAX_LENGTH, return_scores=True
     )
@@ -93,7 +97,9 @@ def test_guided_torch_output_equals_guided_ct2_output(peaked_bundle, torch_peake
     )
     rewards = _rewards_for(bundle, [o.hypotheses[-1] for o in alternatives])
     options = SearchOptions(beam_size=4, max_length=MAX_LENGTH, lam=lam)
-    exact = beam_search(CT2StepDecoder(bundle.translator, bundle.vocabularies.target), inputs, options, rewards)
+    exact = beam_search(
+        CT2StepDecoder(bundle.translator, bundle.vocabularies.target), inputs, options, rewards
+    )
     fast = beam_search(torch_peaked, inputs, options, rewards)
     for a, b in zip(exact, fast, strict=True):
         assert a[0].token_ids == b[0].token_ids

@@ -1,4 +1,4 @@
-"""The guided beam search: exact mirror of CTranslate2's search at lambda=0, reward inside the search."""
+"""The guided beam search: CTranslate2's own search at lambda=0, the reward inside the search."""
 
 from __future__ import annotations
 
@@ -33,7 +33,9 @@ def test_lambda_zero_reproduces_native_beam_search(request, bundle_name, beam, s
     bundle = request.getfixturevalue(bundle_name)
     inputs = _inputs(bundle, sentences)
     decoder = CT2StepDecoder(bundle.translator, bundle.vocabularies.target)
-    found = beam_search(decoder, inputs, SearchOptions(beam_size=beam, max_length=MAX_LENGTH, lam=0))
+    found = beam_search(
+        decoder, inputs, SearchOptions(beam_size=beam, max_length=MAX_LENGTH, lam=0)
+    )
     for (tokens, score), hyps in zip(_native(bundle, inputs, beam), found, strict=True):
         assert _tokens(bundle, hyps[0]) == tokens
         assert hyps[0].score == pytest.approx(score, abs=1e-4)
@@ -64,10 +66,14 @@ def test_large_lambda_puts_the_pieces_into_the_output(tiny_bundle):
     bundle = tiny_bundle
     inputs = _inputs(bundle, ["Open the file and save the document."])
     piece_tokens, ngrams = _synthetic_pieces(bundle, "Datei speichern Dokument")
-    reward = PieceReward.from_tokens(ngrams, {t: i for i, t in enumerate(bundle.vocabularies.target)})
+    reward = PieceReward.from_tokens(
+        ngrams, {t: i for i, t in enumerate(bundle.vocabularies.target)}
+    )
     decoder = CT2StepDecoder(bundle.translator, bundle.vocabularies.target)
     plain = beam_search(decoder, inputs, SearchOptions(beam_size=4, max_length=24, lam=0), [reward])
-    guided = beam_search(decoder, inputs, SearchOptions(beam_size=4, max_length=24, lam=5), [reward])
+    guided = beam_search(
+        decoder, inputs, SearchOptions(beam_size=4, max_length=24, lam=5), [reward]
+    )
     assert not _contains(_tokens(bundle, plain[0][0]), piece_tokens)
     assert _contains(_tokens(bundle, guided[0][0]), piece_tokens)
     assert guided[0][0].reward > 0
@@ -77,7 +83,9 @@ def test_reward_and_model_score_are_reported_apart(peaked_bundle):
     bundle = peaked_bundle
     inputs = _inputs(bundle, ["Select a table cell, insert text and choose the font."])
     _, ngrams = _synthetic_pieces(bundle, "Tabelle Zelle Text einfügen", score=0.6)
-    reward = PieceReward.from_tokens(ngrams, {t: i for i, t in enumerate(bundle.vocabularies.target)})
+    reward = PieceReward.from_tokens(
+        ngrams, {t: i for i, t in enumerate(bundle.vocabularies.target)}
+    )
     decoder = CT2StepDecoder(bundle.translator, bundle.vocabularies.target)
     # min_length=0: no </s> masking, so the log-probabilities are score_batch's.
     best = beam_search(
@@ -108,5 +116,7 @@ def test_piece_reward_sums_all_orders_of_eq_10():
 
 
 def test_pieces_with_tokens_outside_the_vocabulary_are_dropped():
-    reward = PieceReward.from_tokens({("a", "b"): 1.0, ("a", "zz"): 1.0, ("b",): 0.5}, {"a": 0, "b": 1})
+    reward = PieceReward.from_tokens(
+        {("a", "b"): 1.0, ("a", "zz"): 1.0, ("b",): 0.5}, {"a": 0, "b": 1}
+    )
     assert reward.ngrams == {(0, 1): 1.0, (1,): 0.5}

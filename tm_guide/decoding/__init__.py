@@ -1,1 +1,1 @@
-"""Guided decoding: beam search with translation-piece rewards (paper section 3.2) and its engines."""
+"""Guided decoding: beam search with translation-piece rewards (paper section 3.2), engines."""

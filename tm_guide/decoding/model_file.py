@@ -1,7 +1,7 @@
 """Reader for CTranslate2's model directory (model.bin, config.json, vocabularies).
 
 The fast engine runs the very weights that CTranslate2 runs, so that a bundle has one model
-format. The binary layout is the one written by ``ctranslate2.specs.model_spec.ModelSpec._serialize``:
+format. The binary layout is the one written by CTranslate2's ``ModelSpec._serialize``:
 
     u32 binary version, string spec name, u32 spec revision, u32 variable count,
     per variable: string name, u8 rank, u32 dims[rank], u8 dtype id, u32 byte count, raw bytes,
@@ -35,7 +35,7 @@ _SUPPORTED_BINARY_VERSIONS = (5, 6)
 
 @dataclass
 class CT2ModelFile:
-    """All variables of a model.bin, aliases resolved, plus the directory's config and vocabularies."""
+    """All variables of a model.bin (aliases resolved), the config and the vocabularies."""
 
     spec_name: str
     spec_revision: int
@@ -88,13 +88,11 @@ def read_model_file(model_dir: Path) -> CT2ModelFile:
     config_path = model_dir / "config.json"
     config = json.loads(config_path.read_text(encoding="utf-8")) if config_path.exists() else {}
     source_vocab, target_vocab = read_vocabularies(model_dir)
-    return CT2ModelFile(
-        spec_name, revision, variables, aliases, config, source_vocab, target_vocab
-    )
+    return CT2ModelFile(spec_name, revision, variables, aliases, config, source_vocab, target_vocab)
 
 
 def read_vocabularies(model_dir: Path) -> tuple[list[str], list[str]]:
-    """Source and target vocabularies (shared_vocabulary or source_/target_vocabulary, .json or .txt)."""
+    """Source and target vocabularies (shared_ or source_/target_vocabulary, .json or .txt)."""
     shared = _read_vocabulary(model_dir, "shared_vocabulary")
     if shared is not None:
         return shared, shared
@@ -118,9 +116,7 @@ def _read_vocabulary(model_dir: Path, stem: str) -> list[str] | None:
     return None
 
 
-def _parse(
-    data: bytes, path: Path
-) -> tuple[str, int, dict[str, np.ndarray], dict[str, str]]:
+def _parse(data: bytes, path: Path) -> tuple[str, int, dict[str, np.ndarray], dict[str, str]]:
     offset = 0
 
     def unpack(fmt: str) -> int:
@@ -169,7 +165,9 @@ def _parse(
     return spec_name, revision, variables, aliases
 
 
-def _to_array(raw: bytes, dtype_id: int, shape: tuple[int, ...], name: str, path: Path) -> np.ndarray:
+def _to_array(
+    raw: bytes, dtype_id: int, shape: tuple[int, ...], name: str, path: Path
+) -> np.ndarray:
     if dtype_id >= len(_DTYPES):
         raise ModelError(f"{path}: variable {name!r} has unknown dtype id {dtype_id}")
     dtype = _DTYPES[dtype_id]

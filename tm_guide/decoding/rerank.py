@@ -1,4 +1,4 @@
-"""Approximate guided decoding: CTranslate2's native beam search, n-best reranked by the guided score.
+"""Approximate guided decoding: CTranslate2's native n-best, reranked by the guided score.
 
 Cheap (one native call) but not the paper's method: the reward cannot steer the search, it can only
 pick among the hypotheses the unguided search kept. Each hypothesis is rescored as the exact search

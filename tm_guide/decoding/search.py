@@ -180,7 +180,9 @@ def beam_search(
             if step_reward:
                 step_scores = log_probs.copy()
                 step_scores.reshape(-1)[step_reward.keys] += step_reward.values
-        total = (cum_score[:, None] + step_scores).reshape(len(live), rows_per_sentence * vocab_size)
+        total = (cum_score[:, None] + step_scores).reshape(
+            len(live), rows_per_sentence * vocab_size
+        )
         top = _top_k(total, num_candidates)
 
         next_rows: list[int] = []
@@ -224,7 +226,9 @@ def beam_search(
             if is_last_step:
                 done = True
             elif early_exit:
-                done = bool(top_closed[sentence]) and len(closed[sentence]) >= options.num_hypotheses
+                done = (
+                    bool(top_closed[sentence]) and len(closed[sentence]) >= options.num_hypotheses
+                )
             else:
                 done = len(closed[sentence]) >= max_closed
             if done:

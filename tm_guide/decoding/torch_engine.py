@@ -193,7 +193,9 @@ class _Stack(nn.Module):
         self.pre_norm = bool(w.scalar("pre_norm", 1))
         self.final_norm = w.layer_norm("layer_norm", epsilon) if w.has("layer_norm/gamma") else None
         self.embedding_norm = (
-            w.layer_norm("layernorm_embedding", epsilon) if w.has("layernorm_embedding/gamma") else None
+            w.layer_norm("layernorm_embedding", epsilon)
+            if w.has("layernorm_embedding/gamma")
+            else None
         )
         self.num_heads = int(w.scalar("num_heads"))
         self.activation = _activation(int(w.scalar("activation", 0)))
@@ -214,7 +216,7 @@ class _Stack(nn.Module):
 
 
 class TransformerModel(nn.Module):
-    """The Transformer of a CTranslate2 TransformerSpec model, for encoding and stepwise decoding."""
+    """A CTranslate2 TransformerSpec model, for encoding and stepwise decoding."""
 
     def __init__(self, model: CT2ModelFile) -> None:
         super().__init__()
@@ -281,7 +283,7 @@ class TransformerModel(nn.Module):
             raise ModelError("the torch engine does not implement decoder/scale_outputs")
 
     def encode(self, ids: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Encoder output [batch, time, depth] and the key mask [batch, 1, 1, time] (True = keep)."""
+        """Encoder output [batch, time, depth], key mask [batch, 1, 1, time] (True = keep)."""
         enc = self.encoder
         time = ids.shape[1]
         x = F.embedding(ids, enc.embeddings) * enc.embedding_scale + enc.position(0, time)
@@ -290,7 +292,9 @@ class TransformerModel(nn.Module):
         keep = (torch.arange(time, device=ids.device)[None, :] < lengths[:, None])[:, None, None, :]
         for layer in self.encoder_layers:
             attention: _Attention = layer["self_attention"]
-            x = enc.sublayer(attention.norm, x, lambda h, a=attention: self._self_attend(a, h, keep))
+            x = enc.sublayer(
+                attention.norm, x, lambda h, a=attention: self._self_attend(a, h, keep)
+            )
             ffn: _FeedForward = layer["ffn"]
             x = enc.sublayer(ffn.norm, x, ffn)
         if enc.final_norm is not None:
@@ -466,7 +470,9 @@ class TorchStepDecoder:
         live = np.asarray(sentences[::rows_per_sentence])
         if not np.array_equal(live, state.cross_sentences):
             keep = torch.from_numpy(np.searchsorted(state.cross_sentences, live)).to(self.device)
-            state.cross = [(k.index_select(0, keep), v.index_select(0, keep)) for k, v in state.cross]
+            state.cross = [
+                (k.index_select(0, keep), v.index_select(0, keep)) for k, v in state.cross
+            ]
             state.cross_keep = state.cross_keep.index_select(0, keep)
             state.cross_sentences = live
         cache = state.self_cache

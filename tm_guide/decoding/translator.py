@@ -8,6 +8,7 @@ that case anyway, so nothing is lost by skipping it.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -108,6 +109,7 @@ class GuidedTranslator:
         self.token_to_id = {token: i for i, token in enumerate(self.target_vocabulary)}
         self._builder: Any = None
         self._engines: dict[tuple[str, str, bool], StepDecoder] = {}
+        self._lock = threading.Lock()  # engines and the builder are made once, on first use
 
     # -- pieces -------------------------------------------------------------------------
     def collect_pieces(self, source_tokens: Sequence[str], options: TranslateOptions) -> Any:
@@ -123,8 +125,9 @@ class GuidedTranslator:
             binary_reward=options.binary_reward,
             max_n=base.max_n,
         )
-        if self._builder is None:
-            self._builder = PieceBuilder(self.store, self.bundle, base)
+        with self._lock:
+            if self._builder is None:
+                self._builder = PieceBuilder(self.store, self.bundle, base)
         return self._builder.collect(list(source_tokens), list(options.memory_ids), piece_options)
 
     # -- engines ------------------------------------------------------------------------
@@ -139,26 +142,31 @@ class GuidedTranslator:
 
     def step_decoder(self, engine: str, options: TranslateOptions) -> StepDecoder:
         key = (engine, options.device, options.quantize)
-        if key not in self._engines:
-            if engine == "ct2":
-                self._engines[key] = CT2StepDecoder(self.bundle.translator, self.target_vocabulary)
-            elif engine == "torch":
-                from tm_guide.decoding.torch_engine import TorchStepDecoder
+        with self._lock:
+            return self._engines[key] if key in self._engines else self._make_engine(key, options)
 
-                device = options.device
-                if device == "auto":
-                    import torch
+    def _make_engine(self, key: tuple[str, str, bool], options: TranslateOptions) -> StepDecoder:
+        engine = key[0]
+        if engine == "ct2":
+            decoder: StepDecoder = CT2StepDecoder(self.bundle.translator, self.target_vocabulary)
+        elif engine == "torch":
+            from tm_guide.decoding.torch_engine import TorchStepDecoder
 
-                    device = "cuda" if torch.cuda.is_available() else "cpu"
-                self._engines[key] = TorchStepDecoder(
-                    self.bundle.path,
-                    device=device,
-                    num_threads=options.threads or None,
-                    quantize=options.quantize,
-                )
-            else:
-                raise ModelError(f"engine {engine!r} has no step decoder")
-        return self._engines[key]
+            device = options.device
+            if device == "auto":
+                import torch
+
+                device = "cuda" if torch.cuda.is_available() else "cpu"
+            decoder = TorchStepDecoder(
+                self.bundle.path,
+                device=device,
+                num_threads=options.threads or None,
+                quantize=options.quantize,
+            )
+        else:
+            raise ModelError(f"engine {engine!r} has no step decoder")
+        self._engines[key] = decoder
+        return decoder
 
     # -- translation ----------------------------------------------------------------------
     def translate(
@@ -209,7 +217,9 @@ class GuidedTranslator:
                     width=options.rerank_width or None,
                 )
             else:
-                found = beam_search(self.step_decoder(engine, options), inputs, search, batch_rewards)
+                found = beam_search(
+                    self.step_decoder(engine, options), inputs, search, batch_rewards
+                )
             share = (clock() - started) / len(batch)
             for i, best in zip(batch, found, strict=True):
                 hypotheses[i] = best[0]
@@ -218,7 +228,9 @@ class GuidedTranslator:
         wanted_unguided = native_ids + (guided_ids if options.return_unguided else [])
         for batch in _batches(sorted(wanted_unguided), sources, options.batch_size):
             started = clock()
-            found = self.native_search([self.bundle.source_input(sources[i]) for i in batch], search)
+            found = self.native_search(
+                [self.bundle.source_input(sources[i]) for i in batch], search
+            )
             share = (clock() - started) / len(batch)
             for i, best in zip(batch, found, strict=True):
                 unguided[i] = best
@@ -298,7 +310,9 @@ def matched_pieces(tokens: Sequence[str], pieces: Any) -> list[MatchedPiece]:
                 spans.append((start, start + n))
                 break
     maximal = [
-        (s, e) for s, e in spans if not any(s2 <= s and e <= e2 and (s2, e2) != (s, e) for s2, e2 in spans)
+        (s, e)
+        for s, e in spans
+        if not any(s2 <= s and e <= e2 and (s2, e2) != (s, e) for s2, e2 in spans)
     ]
     result = []
     for s, e in maximal:

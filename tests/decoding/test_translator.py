@@ -1,0 +1,94 @@
+"""GuidedTranslator end to end: a real SQLite store, aligned pieces, both exact engines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tm_guide.decoding.translator import GuidedTranslator, TranslateOptions
+from tm_guide.errors import InvalidInput
+from tm_guide.pieces.align import AlignOptions, MemoryAligner
+from tm_guide.records import SegmentRecord
+from tm_guide.store import Store
+
+TM = [
+    ("Open the file menu.", "Öffnen das Menü Datei."),
+    ("Save the document.", "Speichern das Dokument."),
+    ("Insert a table.", "Einfügen Tabelle."),
+    ("Print the page.", "Drucken die Seite."),
+]
+
+
+@pytest.fixture(scope="module")
+def store_and_memory(tmp_path_factory, tiny_bundle):  # type: ignore[no-untyped-def]
+    root: Path = tmp_path_factory.mktemp("decoding-tm")
+    store = Store.open(f"sqlite:///{root / 'tm.sqlite'}", root / "index")
+    memory = store.create_memory("ui", "en", "de")
+    store.import_records(memory, [SegmentRecord(s, t) for s, t in TM])
+    MemoryAligner(store, tiny_bundle, AlignOptions(cache_dir=root / "priors")).align_memory(
+        store.get_memory(memory.id)
+    )
+    yield store, store.get_memory(memory.id)
+    store.close()
+
+
+def _options(memory, **kw):  # type: ignore[no-untyped-def]
+    return TranslateOptions(memory_ids=(memory.id,), max_length=20, beam_size=4, **kw)
+
+
+@pytest.mark.parametrize("engine", ["ct2", "torch"])
+def test_pieces_from_the_memory_appear_with_their_provenance(
+    store_and_memory, tiny_bundle, engine
+):  # type: ignore[no-untyped-def]
+    if engine == "torch":
+        pytest.importorskip("torch")
+    store, memory = store_and_memory
+    translator = GuidedTranslator(tiny_bundle, store)
+    [result] = translator.translate(
+        ["Save the document."], _options(memory, engine=engine, lam=5.0, return_unguided=True)
+    )
+    assert result.guided and result.engine == engine
+    assert result.reward > 0
+    assert result.unguided_translation is not None
+    assert result.translation != result.unguided_translation
+    [saved] = [s for s in store.iter_segments(memory) if s.source == "Save the document."]
+    assert result.matched_pieces
+    assert all(saved.id in p.segment_ids for p in result.matched_pieces)
+    assert set(result.timings) >= {"retrieval", "pieces", "decoding", "total"}
+    assert result.best_match_similarity == pytest.approx(1.0)
+
+
+def test_lambda_zero_and_sentences_without_pieces_use_native_search(
+    store_and_memory, tiny_bundle
+):  # type: ignore[no-untyped-def]
+    store, memory = store_and_memory
+    translator = GuidedTranslator(tiny_bundle, store)
+    sentences = ["Save the document.", "Chart style paragraph font column."]
+    results = translator.translate(sentences, _options(memory, engine="ct2", lam=0.0))
+    native = tiny_bundle.translator.translate_batch(
+        [tiny_bundle.source_input(tiny_bundle.encode_source(s)) for s in sentences],
+        beam_size=4,
+        max_decoding_length=20,
+    )
+    for result, output in zip(results, native, strict=True):
+        assert not result.guided and result.engine == "native"
+        assert result.tokens == output.hypotheses[0]
+        assert result.reward == 0.0
+
+
+def test_rerank_engine_returns_a_translation(store_and_memory, tiny_bundle):  # type: ignore[no-untyped-def]
+    store, memory = store_and_memory
+    translator = GuidedTranslator(tiny_bundle, store)
+    [result] = translator.translate(["Print the page."], _options(memory, engine="rerank", lam=1.0))
+    assert result.guided and result.engine == "rerank"
+    assert result.tokens and result.translation == tiny_bundle.decode_target(result.tokens)
+
+
+def test_bad_options_are_refused_with_the_field_named():
+    with pytest.raises(InvalidInput) as error:
+        TranslateOptions(engine="fast")
+    assert error.value.field == "engine"
+    with pytest.raises(InvalidInput) as error:
+        TranslateOptions(beam_size=0)
+    assert error.value.field == "beam_size"
