@@ -1,0 +1,82 @@
+"""`tm-guide import` and `tm-guide export`: move translation memories in and out of the store."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from tm_guide.cli.storeopen import open_store
+from tm_guide.errors import InvalidInput, NotFound
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    imp = subparsers.add_parser(
+        "import",
+        help="import a TMX, PO, MO, TSV file or two aligned text files into a memory",
+        description="Import into MEMORY in one transaction: a malformed file changes nothing. "
+        "Duplicate pairs are merged; a known tuid replaces its segment. File type by extension: "
+        ".tmx, .po, .mo, .tsv/.tab, or SOURCE.txt TARGET.txt (aligned lines).",
+    )
+    imp.add_argument("memory")
+    imp.add_argument("path", help="file to import (.tmx .po .mo .tsv .tab, or source .txt)")
+    imp.add_argument("target_path", nargs="?", help="target-language .txt for aligned text")
+    imp.add_argument(
+        "--create",
+        nargs=2,
+        metavar=("SRC", "TGT"),
+        help="create the memory with this language pair if it does not exist",
+    )
+    imp.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    imp.set_defaults(func=import_file)
+
+    exp = subparsers.add_parser("export", help="export a memory as TMX 1.4b")
+    exp.add_argument("memory")
+    exp.add_argument("path", help="output .tmx file, or - for standard output")
+    exp.set_defaults(func=export_file)
+
+
+def import_file(args: argparse.Namespace) -> int:
+    from tm_guide.formats import open_records
+
+    with open_store(args) as store:
+        try:
+            memory = store.get_memory(args.memory)
+        except NotFound:
+            if not args.create:
+                raise NotFound(
+                    f"no memory named {args.memory!r}; create it with "
+                    f"`tm-guide memory create {args.memory} SRC TGT` or pass --create SRC TGT",
+                    field="memory",
+                ) from None
+            memory = store.create_memory(args.memory, *args.create)
+        reader = open_records(args.path, memory.source_lang, memory.target_lang, args.target_path)
+        report = store.import_records(
+            memory, reader, progress=not args.quiet, source_name=str(args.path)
+        )
+    print(
+        f"imported {args.path} into {memory.name!r}: {report.added} added, "
+        f"{report.merged} merged, {report.updated} updated, {report.skipped} skipped "
+        f"({reader.stats.summary()})"
+    )
+    return 0
+
+
+def export_file(args: argparse.Namespace) -> int:
+    from tm_guide.formats import write_tmx
+
+    if args.path != "-" and not str(args.path).lower().endswith(".tmx"):
+        raise InvalidInput(
+            f"export writes TMX: name the output *.tmx, not {args.path}", field="path"
+        )
+    with open_store(args) as store:
+        memory = store.get_memory(args.memory)
+        destination = sys.stdout.buffer if args.path == "-" else args.path
+        written = write_tmx(
+            destination,
+            source_lang=memory.source_lang,
+            target_lang=memory.target_lang,
+            segments=store.iter_segments(memory),
+        )
+    if args.path != "-":
+        print(f"exported {written} segments of {memory.name!r} to {args.path}")
+    return 0
