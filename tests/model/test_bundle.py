@@ -71,3 +71,18 @@ def test_cuda_translation_matches_cpu(tiny_bundle: Bundle, tiny_bundle_dir: Path
     cpu_out = tiny_bundle.translator.translate_batch(batch, beam_size=2, max_decoding_length=8)
     gpu_out = gpu.translator.translate_batch(batch, beam_size=2, max_decoding_length=8)
     assert gpu_out[0].hypotheses == cpu_out[0].hypotheses
+
+
+def test_overlong_input_is_cut_to_the_models_positions(tiny_bundle: Bundle) -> None:
+    """The tiny Marian model has 256 positions; a longer segment must not fail its batch."""
+    assert tiny_bundle.positions.source == tiny_bundle.positions.target == 256
+    pieces = tiny_bundle.encode_source("Click the menu and open the file. " * 60)
+    assert len(pieces) > 256
+    tokens = tiny_bundle.source_input(pieces)
+    assert len(tokens) == 256 and tokens[-1] == "</s>" and tokens[:-1] == pieces[:255]
+    short = tiny_bundle.source_input(["▁Click"])
+    results = tiny_bundle.translator.translate_batch(
+        [tokens, short], beam_size=1, max_decoding_length=tiny_bundle.decoding_length(1000)
+    )
+    assert len(results[1].hypotheses[0]) <= 256
+    assert tiny_bundle.decoding_length(20) == 20

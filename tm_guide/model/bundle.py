@@ -21,6 +21,7 @@ import sentencepiece as spm
 
 from tm_guide.errors import ModelError
 from tm_guide.model.card import CARD_FILE, ModelCard, sha256_file
+from tm_guide.model.positions import NO_LIMITS, PositionLimits, read_position_limits
 
 SOURCE_SPM = "source.spm"
 TARGET_SPM = "target.spm"
@@ -52,6 +53,7 @@ class Bundle:
         target_sp: spm.SentencePieceProcessor,
         vocabularies: Vocabularies,
         eos_token: str = DEFAULT_EOS,
+        positions: PositionLimits = NO_LIMITS,
     ) -> None:
         self.path = path
         self.card = card
@@ -60,6 +62,7 @@ class Bundle:
         self.target_sp = target_sp
         self.vocabularies = vocabularies
         self.eos_token = eos_token  # the model's end-of-sentence token (config.json)
+        self.positions = positions  # longest source/target sequences the model can encode
 
     @classmethod
     def load(
@@ -105,7 +108,8 @@ class Bundle:
             raise ModelError(
                 f"{path / 'model.bin'}: CTranslate2 cannot load the model ({exc})"
             ) from exc
-        return cls(path, card, translator, source_sp, target_sp, vocabularies, eos_token)
+        positions = read_position_limits(path / "model.bin")
+        return cls(path, card, translator, source_sp, target_sp, vocabularies, eos_token, positions)
 
     def encode_source(self, text: str) -> list[str]:
         """Source subword pieces, WITHOUT `</s>` (see `source_input`)."""
@@ -122,13 +126,29 @@ class Bundle:
     def source_input(self, pieces: Sequence[str]) -> list[str]:
         """The tokens to pass to translator.translate_batch/score_batch for these source pieces.
 
-        Appends `</s>` when the model was trained with it (card.add_source_eos), so no caller has to
-        know how the model was converted.
+        Appends `</s>` when the model was trained with it (card.add_source_eos), and cuts a source
+        longer than the model's position table (CTranslate2 would fail the whole batch), so no
+        caller has to know how the model was converted.
         """
         tokens = list(pieces)
-        if self.card.add_source_eos and (not tokens or tokens[-1] != self.eos_token):
+        if tokens and tokens[-1] == self.eos_token:
+            tokens.pop()
+        add_eos = self.card.add_source_eos
+        limit = self.positions.source
+        if limit is not None and len(tokens) + add_eos > limit:
+            tokens = tokens[: limit - add_eos]
+        if add_eos:
             tokens.append(self.eos_token)
         return tokens
+
+    def decoding_length(self, requested: int) -> int:
+        """The max_decoding_length to pass to CTranslate2: at most the model's target positions.
+
+        A target prefix counts too (CTranslate2 counts it), and score_batch needs one position
+        more than the target's length.
+        """
+        limit = self.positions.target
+        return requested if limit is None else min(requested, limit)
 
     def require_languages(self, source_lang: str, target_lang: str) -> None:
         """Refuse a translation memory whose language pair is not the model's (en-US matches en)."""

@@ -67,7 +67,7 @@ def _translate_window(bundle: Bundle, lines: list[str], options: UnguidedOptions
         outputs = bundle.translator.translate_batch(
             [bundle.source_input(encoded[i]) for i in batch],
             beam_size=options.beam_size,
-            max_decoding_length=options.max_length,
+            max_decoding_length=bundle.decoding_length(options.max_length),
             length_penalty=options.length_penalty,
             max_batch_size=options.batch_size,
         )
