@@ -325,6 +325,11 @@ class Store:
                         deleted=outcome.deleted_ids,
                     )
                 )
+            # A concurrent writer may have committed before us and not reached the index yet:
+            # then our revision could not be recorded. Catch up now rather than leave it stale.
+            indexed = self.index.indexed_revision(key)
+            if indexed is not None and indexed < revision:
+                self._catch_up(key, indexed)
         except Exception as exc:
             # The database change is committed; the index stays at its older revision and is
             # repaired by the next search (or `tm-guide index rebuild`).
@@ -420,10 +425,14 @@ class Store:
         if indexed is None:
             self.rebuild_index(memory, progress)
             return
+        self._catch_up(key, indexed)
+
+    def _catch_up(self, key: MemoryKey, indexed: int) -> None:
+        """Index every segment whose text changed after revision `indexed`."""
         with self.engine.connect() as conn:
             rows = conn.execution_options(yield_per=self.options.read_batch).execute(
                 select(segments.c.id, segments.c.source).where(
-                    segments.c.memory_id == memory.id, segments.c.revision > indexed
+                    segments.c.memory_id == key.id, segments.c.revision > indexed
                 )
             )
             self.index.catch_up(key, (IndexDoc(r.id, r.source) for r in rows))

@@ -1,0 +1,66 @@
+"""Memories: create, find, list, delete."""
+
+from __future__ import annotations
+
+import pytest
+
+from tm_guide.errors import Conflict, InvalidInput, NotFound
+from tm_guide.records import SegmentRecord
+from tm_guide.store import Store
+
+
+def test_create_get_list_delete(store: Store) -> None:
+    ui = store.create_memory("ui", "en", "de-DE", "user interface strings")
+    docs = store.create_memory("docs", "en", "fr")
+    assert (ui.name, ui.source_lang, ui.target_lang, ui.description) == (
+        "ui", "en", "de-DE", "user interface strings",
+    )  # fmt: skip
+    assert (ui.revision, ui.segment_count) == (0, 0)
+    assert store.get_memory("ui") == ui
+    assert store.get_memory(ui.id) == ui
+    assert [m.name for m in store.list_memories()] == ["docs", "ui"]
+
+    store.import_records(docs, [SegmentRecord("Hello", "Bonjour")])
+    store.delete_memory("docs")
+    with pytest.raises(NotFound):
+        store.get_memory("docs")
+    assert [m.name for m in store.list_memories()] == ["ui"]
+
+
+def test_duplicate_name_conflicts(store: Store) -> None:
+    store.create_memory("ui", "en", "de")
+    with pytest.raises(Conflict, match="ui"):
+        store.create_memory("ui", "en", "fr")
+
+
+@pytest.mark.parametrize(
+    ("name", "source", "target", "field"),
+    [
+        ("", "en", "de", "name"),
+        ("x", "english!", "de", "source_lang"),
+        ("x", "en", "", "target_lang"),
+    ],
+)
+def test_invalid_memory_is_refused(
+    store: Store, name: str, source: str, target: str, field: str
+) -> None:
+    with pytest.raises(InvalidInput) as info:
+        store.create_memory(name, source, target)
+    assert info.value.field == field
+
+
+def test_unknown_memory_is_not_found(store: Store) -> None:
+    with pytest.raises(NotFound, match="nope"):
+        store.get_memory("nope")
+    with pytest.raises(NotFound):
+        store.delete_memory("nope")
+
+
+def test_deleting_a_memory_deletes_its_segments(store: Store) -> None:
+    ui = store.create_memory("ui", "en", "de")
+    store.import_records(ui, [SegmentRecord("Open the file", "Datei öffnen")])
+    [segment] = list(store.iter_segments(ui))
+    store.delete_memory("ui")
+    assert store.get_segments([segment.id]) == []
+    again = store.create_memory("ui", "en", "de")
+    assert store.search([again.id], "Open the file") == []
