@@ -1,4 +1,4 @@
-"""Store fixtures: every contract test runs on an SQLite file and on a throwaway PostgreSQL database."""
+"""Store fixtures: each contract test runs on an SQLite file and on a throwaway PostgreSQL DB."""
 
 from __future__ import annotations
 

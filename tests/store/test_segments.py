@@ -20,7 +20,9 @@ def test_every_record_field_round_trips(store: Store) -> None:
         tuid="u-1",
         context="dialog:save",
         source_markup='Click <bpt i="1">&lt;b&gt;</bpt>Save<ept i="1">&lt;/b&gt;</ept>.',
-        target_markup='Klicken Sie auf <bpt i="1">&lt;b&gt;</bpt>Speichern<ept i="1">&lt;/b&gt;</ept>.',
+        target_markup=(
+            'Klicken Sie auf <bpt i="1">&lt;b&gt;</bpt>Speichern<ept i="1">&lt;/b&gt;</ept>.'
+        ),
         created_at=created,
         created_by="anna",
         changed_at=created + timedelta(days=1),
