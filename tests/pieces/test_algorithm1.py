@@ -123,5 +123,7 @@ def test_min_similarity_drops_weak_pairs() -> None:
 def test_alignment_outside_the_sentence_is_rejected() -> None:
     import pytest
 
-    with pytest.raises(ValueError, match="segment 3: alignment link 2-0"):
+    with pytest.raises(
+        ValueError, match="segment 3: alignment has a link outside 2 source x 1 target"
+    ):
         AlignedPair.build(3, ["a", "b"], ["A"], [(2, 0)])

@@ -14,7 +14,9 @@ matches.
 
 from __future__ import annotations
 
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -86,11 +88,13 @@ class PieceBuilder:
         tokenizer: Tokenizer,
         options: PieceOptions | None = None,
         aligner: MemoryAligner | None = None,
+        cache_size: int = 50000,
     ) -> None:
         self.store = store
         self.tokenizer = tokenizer
         self.options = options or PieceOptions()
         self.aligner = aligner or MemoryAligner(store, tokenizer)
+        self._parsed = ParsedPairCache(cache_size)
 
     def collect(
         self,
@@ -164,9 +168,44 @@ class PieceBuilder:
                     )
                 )
             else:
-                pairs.append(
-                    AlignedPair.build(
-                        segment.id, segment.source_tokens, segment.target_tokens, segment.alignment
-                    )
-                )
+                pairs.append(self._parsed.get(segment))
         return pairs
+
+
+class ParsedPairCache:
+    """Recently used segments as ready-made AlignedPairs (an LRU), so a popular TM segment is not
+    re-parsed for every query.
+
+    The key holds what can change a segment's analysis: its id, texts, tokenizer, aligner and
+    number of links. A realignment in another process that keeps the link count can serve the
+    previous (equally valid) alignment of the same tokens until the entry ages out.
+    """
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._pairs: OrderedDict[tuple[Any, ...], AlignedPair] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, segment: Any) -> AlignedPair:
+        key = (
+            segment.id,
+            segment.tokenizer_id,
+            segment.aligner_id,
+            segment.source,
+            segment.target,
+            len(segment.alignment),
+        )
+        with self._lock:
+            pair = self._pairs.get(key)
+            if pair is not None:
+                self._pairs.move_to_end(key)
+                return pair
+        pair = AlignedPair.build(
+            segment.id, segment.source_tokens, segment.target_tokens, segment.alignment
+        )
+        if self.size > 0:
+            with self._lock:
+                self._pairs[key] = pair
+                if len(self._pairs) > self.size:
+                    self._pairs.popitem(last=False)
+        return pair

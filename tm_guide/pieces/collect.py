@@ -7,7 +7,7 @@ target word is unedited" is then one AND per target word.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 from rapidfuzz.distance import Levenshtein
@@ -36,14 +36,20 @@ class AlignedPair:
         alignment: Sequence[Link] | Sequence[Sequence[int]],
     ) -> AlignedPair:
         masks = [0] * len(target)
-        for link in alignment:
-            s, t = int(link[0]), int(link[1])
-            if not (0 <= s < len(source) and 0 <= t < len(target)):
-                raise ValueError(
-                    f"segment {segment_id}: alignment link {s}-{t} outside "
-                    f"{len(source)} source x {len(target)} target tokens"
-                )
-            masks[t] |= 1 << s
+        try:
+            for s, t in alignment:  # type: ignore[misc]
+                if t < 0:
+                    raise IndexError
+                masks[t] |= 1 << s  # a negative s raises ValueError
+            # the largest mask has the highest bit: the largest source position + 1
+            inside = max(masks, default=0).bit_length() <= len(source)
+        except (IndexError, ValueError):
+            inside = False
+        if not inside:
+            raise ValueError(
+                f"segment {segment_id}: alignment has a link outside "
+                f"{len(source)} source x {len(target)} target tokens"
+            )
         return cls(segment_id, tuple(source), tuple(target), tuple(masks))
 
 
@@ -71,17 +77,26 @@ def compare(query: Sequence[Hashable], tm_source: Sequence[Hashable]) -> EditCom
 
 def collect_ngrams(
     target: Sequence[str], target_links: Sequence[int], unedited: int, max_n: int = 4
-) -> Iterator[tuple[str, ...]]:
+) -> list[tuple[str, ...]]:
     """Algorithm 1: for each start i, extend j while target word j has no alignment to an edited
-    source word (unaligned words do not stop it), up to max_n words."""
-    blocked = [mask & ~unedited != 0 for mask in target_links]
-    length = len(target)
-    for i in range(length):
-        stop = min(length, i + max_n)
-        for j in range(i, stop):
-            if blocked[j]:
-                break
-            yield tuple(target[i : j + 1])
+    source word (unaligned words do not stop it), up to max_n words.
+
+    Equivalently: split the target at the words linked to an edited source word and take every
+    n-gram (n <= max_n) inside the runs between them, in Algorithm 1's order.
+    """
+    edited = ~unedited
+    words = tuple(target)
+    length = len(words)
+    ngrams: list[tuple[str, ...]] = []
+    run_start = 0
+    for j in range(length + 1):
+        if j < length and not target_links[j] & edited:
+            continue
+        for i in range(run_start, j):
+            stop = min(j, i + max_n)
+            ngrams.extend([words[i:k] for k in range(i + 1, stop + 1)])
+        run_start = j + 1
+    return ngrams
 
 
 def pair_pieces(
@@ -116,12 +131,15 @@ class PieceTable:
         scores = self.scores
         provenance = self.provenance
         for ngram in ngrams:
-            if scores.get(ngram, -1.0) < score:
+            best = scores.get(ngram)
+            if best is None:
                 scores[ngram] = score
-            sources = provenance.get(ngram)
-            if sources is None:
                 provenance[ngram] = [segment_id]
-            elif segment_id not in sources:
+                continue
+            if best < score:
+                scores[ngram] = score
+            sources = provenance[ngram]
+            if sources[-1] != segment_id:
                 sources.append(segment_id)
 
     def unigrams(self) -> frozenset[str]:
