@@ -44,10 +44,15 @@ class IndexChange:
 
 @dataclass(frozen=True)
 class IndexOptions:
-    """Retrieval settings. Only the `max_query_terms` rarest query words are scored: common words
-    barely change BM25 ranks but dominate the cost of a query."""
+    """Retrieval settings. Only the rarest query words are scored: common words barely change
+    BM25 ranks but dominate the cost of a query. At most `max_query_terms` words are used, and
+    words are added (rarest first) only while their postings stay within `posting_budget`
+    (the `min_query_terms` rarest are always used). This bounds the work per query whatever the
+    size of the memory."""
 
     max_query_terms: int = 8
+    min_query_terms: int = 2
+    posting_budget: int = 1500
     writer_timeout_s: float = 30.0
     bulk_memory_mb: int = 128
 

@@ -185,13 +185,31 @@ class WhooshIndex(SourceIndex):
         with mi.lock:
             searcher = mi.searcher()
             frequency = {w: searcher.doc_frequency("source", w) for w in words}
-            chosen = sorted((w for w in words if frequency[w] > 0), key=lambda w: (frequency[w], w))
-            chosen = chosen[: self.options.max_query_terms]
+            chosen = self._informative_terms(frequency)
             if not chosen:
                 return []
             q = query.Or([query.Term("source", w) for w in chosen])
             results = searcher.search(q, limit=limit)
             return [(int(hit["id"]), float(hit.score)) for hit in results]
+
+    def _informative_terms(self, frequency: dict[str, int]) -> list[str]:
+        """The rarest words, within the term and posting budgets of the options."""
+        options = self.options
+        chosen: list[str] = []
+        postings = 0
+        for word in sorted(
+            (w for w, n in frequency.items() if n > 0), key=lambda w: (frequency[w], w)
+        ):
+            if len(chosen) >= options.max_query_terms:
+                break
+            if (
+                len(chosen) >= options.min_query_terms
+                and postings + frequency[word] > options.posting_budget
+            ):
+                break
+            chosen.append(word)
+            postings += frequency[word]
+        return chosen
 
     def drop(self, memory: MemoryKey) -> None:
         with self._lock:
