@@ -11,7 +11,12 @@ import pytest
 from tm_guide.cli import main
 from tm_guide.errors import InvalidInput
 from tm_guide.model import Bundle
-from tm_guide.model.translator import UnguidedOptions, translate_lines, translate_stream
+from tm_guide.model.translator import (
+    UnguidedOptions,
+    _batches,
+    translate_lines,
+    translate_stream,
+)
 
 LINES = [
     "Choose Format - Cells and select the font.",
@@ -39,6 +44,24 @@ def test_windowed_reading_gives_the_same_translations(tiny_bundle: Bundle) -> No
     )
 
 
+def test_token_batches_give_the_same_translations(tiny_bundle: Bundle) -> None:
+    by_tokens = UnguidedOptions(beam_size=2, batch_size=1, batch_type="tokens", max_length=10)
+    assert translate_lines(tiny_bundle, LINES, by_tokens) == translate_lines(
+        tiny_bundle, LINES, OPTIONS
+    )
+
+
+def test_token_batches_stay_within_the_budget() -> None:
+    inputs = [["x"] * n for n in (3, 9, 4, 4, 12, 1, 40)]
+    order = sorted(range(len(inputs)), key=lambda i: len(inputs[i]))
+    options = UnguidedOptions(batch_size=16, batch_type="tokens")
+    batches = list(_batches(order, inputs, options))
+    assert [i for batch in batches for i in batch] == order
+    for batch in batches:
+        padded = max(len(inputs[i]) for i in batch) * len(batch)
+        assert padded <= 16 or len(batch) == 1
+
+
 def test_batching_keeps_every_line(tiny_bundle: Bundle) -> None:
     lines = [f"Select {n} cells in row {n}." for n in range(1, 12)]
     outputs = translate_lines(tiny_bundle, lines, UnguidedOptions(beam_size=1, batch_size=4))
@@ -49,6 +72,8 @@ def test_batching_keeps_every_line(tiny_bundle: Bundle) -> None:
 def test_options_are_checked() -> None:
     with pytest.raises(InvalidInput, match="beam_size must be at least 1"):
         UnguidedOptions(beam_size=0)
+    with pytest.raises(InvalidInput, match="batch_type must be one of examples, tokens"):
+        UnguidedOptions(batch_type="sentences")
 
 
 def test_translate_command_reads_a_file(

@@ -35,7 +35,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help="default: $TM_GUIDE_DEVICE or cpu",
     )
     parser.add_argument("--beam-size", type=int, default=5)
-    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument(
+        "--batch-size", type=int, default=32, help="sentences (or tokens) per batch (default: 32)"
+    )
+    parser.add_argument(
+        "--batch-type",
+        choices=("examples", "tokens"),
+        default="examples",
+        help="count --batch-size in sentences or in source tokens (default: examples)",
+    )
     parser.add_argument("--max-length", type=int, default=256, help="maximum target tokens")
     parser.add_argument("--threads", type=int, default=0, help="CPU threads (0: default)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -50,6 +58,7 @@ def translate_command(args: argparse.Namespace) -> int:
     options = UnguidedOptions(
         beam_size=args.beam_size,
         batch_size=args.batch_size,
+        batch_type=args.batch_type,
         max_length=args.max_length,
         device=args.device or settings.device,
         threads=args.threads,

@@ -17,6 +17,7 @@ from tm_guide.errors import InvalidInput
 from tm_guide.model.bundle import Bundle
 
 T = TypeVar("T")
+BATCH_TYPES = ("examples", "tokens")
 
 
 @dataclass(frozen=True)
@@ -24,7 +25,8 @@ class UnguidedOptions:
     """Options of `translate_lines`; device, compute_type, threads apply when loading a bundle."""
 
     beam_size: int = 5
-    batch_size: int = 32
+    batch_size: int = 32  # sentences per batch, or source tokens per batch (batch_type="tokens")
+    batch_type: str = "examples"  # "examples" or "tokens"
     max_length: int = 256  # maximum target tokens per sentence
     length_penalty: float = 1.0
     device: str = "cpu"
@@ -37,6 +39,11 @@ class UnguidedOptions:
         for name in ("beam_size", "batch_size", "max_length", "sort_window"):
             if getattr(self, name) < 1:
                 raise InvalidInput(f"{name} must be at least 1", field=name)
+        if self.batch_type not in BATCH_TYPES:
+            raise InvalidInput(
+                f"batch_type must be one of {', '.join(BATCH_TYPES)}, not {self.batch_type!r}",
+                field="batch_type",
+            )
         if self.threads < 0:
             raise InvalidInput("threads must be 0 (default) or more", field="threads")
 
@@ -62,18 +69,39 @@ def translate_stream(
 def _translate_window(bundle: Bundle, lines: list[str], options: UnguidedOptions) -> list[str]:
     encoded = [bundle.encode_source(line) for line in lines]
     results: list[str] = [""] * len(lines)
-    todo = sorted((i for i, pieces in enumerate(encoded) if pieces), key=lambda i: len(encoded[i]))
-    for batch in _chunks(iter(todo), options.batch_size):
+    inputs = [bundle.source_input(pieces) if pieces else [] for pieces in encoded]
+    todo = sorted((i for i, tokens in enumerate(inputs) if tokens), key=lambda i: len(inputs[i]))
+    for batch in _batches(todo, inputs, options):
         outputs = bundle.translator.translate_batch(
-            [bundle.source_input(encoded[i]) for i in batch],
+            [inputs[i] for i in batch],
             beam_size=options.beam_size,
             max_decoding_length=bundle.decoding_length(options.max_length),
             length_penalty=options.length_penalty,
-            max_batch_size=options.batch_size,
         )
         for i, output in zip(batch, outputs, strict=True):
             results[i] = bundle.decode_target(output.hypotheses[0])
     return results
+
+
+def _batches(
+    order: list[int], inputs: list[list[str]], options: UnguidedOptions
+) -> Iterator[list[int]]:
+    """Consecutive runs of the length-sorted indices, each within the batch budget.
+
+    With batch_type="tokens" the budget counts padded source tokens (longest x count), which is
+    what the encoder computes; a single overlong sentence still gets a batch of its own.
+    """
+    if options.batch_type == "examples":
+        yield from _chunks(iter(order), options.batch_size)
+        return
+    batch: list[int] = []
+    for i in order:  # ascending length, so inputs[i] is the batch's longest
+        if batch and len(inputs[i]) * (len(batch) + 1) > options.batch_size:
+            yield batch
+            batch = []
+        batch.append(i)
+    if batch:
+        yield batch
 
 
 def _chunks(items: Iterator[T], size: int) -> Iterator[list[T]]:
