@@ -11,15 +11,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, delete, insert, or_, select, update
+from sqlalchemy import ColumnElement, Connection, bindparam, delete, insert, or_, select, update
 
 from tm_guide.errors import InvalidInput
 from tm_guide.records import SegmentRecord
 from tm_guide.store.convert import pair_hash, utc
-from tm_guide.store.models import SegmentRow
+from tm_guide.store.models import segments_table
 from tm_guide.store.types import ImportReport
 
-segments = SegmentRow.__table__
+segments = segments_table
 
 # Columns a replacement rewrites; the analysis is cleared because the text changed.
 ANALYSIS_COLUMNS = ("source_tokens", "target_tokens", "alignment", "tokenizer_id", "aligner_id")
@@ -102,7 +102,7 @@ def apply_batch(
 
     hashes = {h for _, h in pending}
     tuids = {r.tuid for r, _ in pending if r.tuid is not None}
-    condition = segments.c.pair_hash.in_(hashes)
+    condition: ColumnElement[bool] = segments.c.pair_hash.in_(hashes)
     if tuids:
         condition = or_(condition, segments.c.tuid.in_(tuids))
     query = select(*(segments.c[name] for name in LOADED_COLUMNS)).where(
@@ -162,7 +162,8 @@ def apply_batch(
             row = rows[key]
             row.values["usage_count"] += max(int(record.usage_count or 0), 1)
             changed = utc(record.changed_at) or when
-            if row.values["changed_at"] is None or changed >= utc(row.values["changed_at"]):
+            previous = utc(row.values["changed_at"])
+            if previous is None or changed >= previous:
                 row.values["changed_at"] = changed
                 row.values["changed_by"] = record.changed_by or record.created_by
             if record.tuid is not None and row.values["tuid"] is None:

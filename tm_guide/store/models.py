@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import (
     JSON,
@@ -14,6 +14,7 @@ from sqlalchemy import (
     Integer,
     MetaData,
     String,
+    Table,
     Text,
     UniqueConstraint,
 )
@@ -97,3 +98,9 @@ class ApiKeyRow(Base):
     scopes: Mapped[dict[str, str]] = mapped_column(JSON, nullable=False)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+# Core handles for bulk statements (executemany) that bypass the ORM unit of work.
+memories_table = cast(Table, MemoryRow.__table__)
+segments_table = cast(Table, SegmentRow.__table__)
+api_keys_table = cast(Table, ApiKeyRow.__table__)

@@ -34,14 +34,14 @@ from tm_guide.store.convert import (
 )
 from tm_guide.store.engine import create_store_engine, upgrade_to_head
 from tm_guide.store.merge import BatchOutcome, apply_batch
-from tm_guide.store.models import ApiKeyRow, MemoryRow, SegmentRow
+from tm_guide.store.models import api_keys_table, memories_table, segments_table
 from tm_guide.store.types import ApiKey, ImportReport, Memory, SearchHit, Segment, SegmentAnalysis
 
 log = logging.getLogger(__name__)
 
-memories = MemoryRow.__table__
-segments = SegmentRow.__table__
-api_keys = ApiKeyRow.__table__
+memories = memories_table
+segments = segments_table
+api_keys = api_keys_table
 
 LANGUAGE_TAG = re.compile(r"^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$")
 ACCESS_LEVELS = ("read", "write")
