@@ -120,3 +120,21 @@ def test_pieces_with_tokens_outside_the_vocabulary_are_dropped():
         {("a", "b"): 1.0, ("a", "zz"): 1.0, ("b",): 0.5}, {"a": 0, "b": 1}
     )
     assert reward.ngrams == {(0, 1): 1.0, (1,): 0.5}
+
+
+@pytest.mark.parametrize("vocab", [997, 1024, 3001])
+@pytest.mark.parametrize("rows_per", [1, 5])
+def test_grouped_candidate_selection_equals_a_full_sort(vocab, rows_per):
+    from tm_guide.decoding.search import top_candidates
+
+    rng = np.random.default_rng(vocab + rows_per)
+    groups, k = 3, 10
+    scores = rng.normal(size=(groups * rows_per, vocab)).astype(np.float32)
+    scores[:, 0] = -np.inf  # a masked token
+    scores[0, 5] += 9.0  # one row far ahead of the others, as after a large reward
+    cum = rng.normal(size=groups * rows_per).astype(np.float32)
+    flat, totals = top_candidates(scores, cum, groups, k, group_size=8)
+    full = (cum[:, None] + scores).reshape(groups, rows_per * vocab)
+    expected = np.argsort(-full, axis=1, kind="stable")[:, :k]
+    np.testing.assert_array_equal(flat, expected)
+    np.testing.assert_array_equal(totals, np.take_along_axis(full, expected, axis=1))

@@ -38,9 +38,7 @@ def _options(memory, **kw):  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.parametrize("engine", ["ct2", "torch"])
-def test_pieces_from_the_memory_appear_with_their_provenance(
-    store_and_memory, tiny_bundle, engine
-):  # type: ignore[no-untyped-def]
+def test_pieces_from_the_memory_appear_with_their_provenance(store_and_memory, tiny_bundle, engine):  # type: ignore[no-untyped-def]
     if engine == "torch":
         pytest.importorskip("torch")
     store, memory = store_and_memory
@@ -59,9 +57,7 @@ def test_pieces_from_the_memory_appear_with_their_provenance(
     assert result.best_match_similarity == pytest.approx(1.0)
 
 
-def test_lambda_zero_and_sentences_without_pieces_use_native_search(
-    store_and_memory, tiny_bundle
-):  # type: ignore[no-untyped-def]
+def test_lambda_zero_and_sentences_without_pieces_use_native_search(store_and_memory, tiny_bundle):  # type: ignore[no-untyped-def]
     store, memory = store_and_memory
     translator = GuidedTranslator(tiny_bundle, store)
     sentences = ["Save the document.", "Chart style paragraph font column."]

@@ -173,17 +173,17 @@ def beam_search(
             decoder.step(state, parents, row_sentences, last_ids, step < options.min_length),
             dtype=np.float32,
         )
-        step_scores = log_probs
         step_reward: _SparseReward | None = None
-        if use_reward:
+        if use_reward and rewards is not None:
             step_reward = _step_reward(rewards, row_sentences, sequences, vocab_size, lam)
-            if step_reward:
-                step_scores = log_probs.copy()
-                step_scores.reshape(-1)[step_reward.keys] += step_reward.values
-        total = (cum_score[:, None] + step_scores).reshape(
-            len(live), rows_per_sentence * vocab_size
-        )
-        top = _top_k(total, num_candidates)
+        if step_reward:
+            flat_view = log_probs.reshape(-1)
+            original = flat_view[step_reward.keys].copy()
+            flat_view[step_reward.keys] += step_reward.values
+            top, top_scores = top_candidates(log_probs, cum_score, len(live), num_candidates)
+            flat_view[step_reward.keys] = original  # the model's own log-probs again
+        else:
+            top, top_scores = top_candidates(log_probs, cum_score, len(live), num_candidates)
 
         next_rows: list[int] = []
         next_ids: list[int] = []
@@ -194,7 +194,7 @@ def beam_search(
             flat = top[group]
             token_ids = flat % vocab_size
             origins = group * rows_per_sentence + flat // vocab_size
-            scores = total[group, flat]
+            scores = top_scores[group]
             secondary = beam
             chosen: list[int] = []
             for k in range(beam):
@@ -255,6 +255,71 @@ def beam_search(
         live = np.asarray(still_live, dtype=np.int64)
         rows_per_sentence = beam
     return results
+
+
+def top_candidates(
+    scores: np.ndarray,
+    cum_scores: np.ndarray,
+    num_groups: int,
+    k: int,
+    group_size: int = 32,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The k best (row, token) candidates of each sentence by cum_scores[row] + scores[row, token].
+
+    `scores` is [rows, vocab], the rows of a sentence contiguous ([num_groups * r, vocab]).
+    Returns flat indices (local row * vocab + token) and their totals (float32), best first, the
+    lower index first on ties: CTranslate2's ordering.
+
+    A full sort of rows x vocab per step would cost as much as the model's output layer. The
+    tokens are split into strided groups of `group_size`; a candidate of the top k lies in a
+    group whose maximum is among the k best group maxima (k better maxima would be k better
+    candidates), so only those k groups are searched. The result is exactly the full top k.
+    """
+    rows, vocab = scores.shape
+    rows_per = rows // num_groups
+    strides = vocab // group_size
+    if strides < 2 * k or vocab < 4 * group_size:
+        total = (cum_scores[:, None] + scores).reshape(num_groups, rows_per * vocab)
+        flat = _top_k(total, k)
+        return flat, np.take_along_axis(total, flat, axis=1)
+    main = strides * group_size
+    # group j of a row holds tokens j, j + strides, j + 2 * strides, ... (< main); one more
+    # group holds the tail tokens main..vocab-1.
+    maxima = scores[:, :main].reshape(rows, group_size, strides).max(axis=1)
+    tail = vocab - main
+    if tail:
+        maxima = np.concatenate([maxima, scores[:, main:].max(axis=1, keepdims=True)], axis=1)
+    per_row = maxima.shape[1]
+    group_totals = (cum_scores[:, None] + maxima).reshape(num_groups, rows_per * per_row)
+    best_groups = _top_k(group_totals, k)  # [num_groups, k]
+    local_rows = best_groups // per_row
+    group_ids = best_groups % per_row
+    width = max(group_size, tail)
+    offsets = np.arange(width)
+    columns = group_ids[..., None] + strides * offsets  # [num_groups, k, width]
+    valid = offsets < group_size
+    is_tail = group_ids == strides
+    columns = np.where(is_tail[..., None], main + offsets, columns)
+    valid = np.where(is_tail[..., None], offsets < tail, valid[None, None, :])
+    columns = np.where(valid, columns, 0)
+    global_rows = local_rows + (np.arange(num_groups) * rows_per)[:, None]
+    values = scores[global_rows[..., None], columns]
+    totals = np.where(valid, cum_scores[global_rows][..., None] + values, -np.inf).astype(
+        np.float32
+    )
+    flat_candidates = (local_rows[..., None] * vocab + columns).reshape(num_groups, -1)
+    totals = totals.reshape(num_groups, -1)
+    # Invalid slots get an index past every real one, so they sort last among equal -inf.
+    flat_candidates = np.where(valid.reshape(num_groups, -1), flat_candidates, rows_per * vocab)
+    order = _top_k_with_index(totals, flat_candidates, k)
+    flat = np.take_along_axis(flat_candidates, order, axis=1)
+    return flat, np.take_along_axis(totals, order, axis=1)
+
+
+def _top_k_with_index(values: np.ndarray, index: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the k best values per row, ties broken by the lower `index`."""
+    order = np.lexsort((index, -values), axis=1)
+    return order[:, :k]
 
 
 def _top_k(total: np.ndarray, k: int) -> np.ndarray:

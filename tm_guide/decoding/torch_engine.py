@@ -99,6 +99,13 @@ class _Weights:
             layer.weight.copy_(weight)
             if self.has(bias_key):
                 layer.bias.copy_(self.tensor(bias_key))
+        raw = self.model.get(self.name(f"{key}/weight"))
+        if raw.dtype == np.int8:
+            # Kept for quantize=True: CTranslate2's own int8 weights and per-row scales.
+            scale_name = self.model.aliases.get(
+                self.name(f"{key}/weight"), self.name(f"{key}/weight")
+            )
+            layer.ct2_int8 = (raw, self.model.get(scale_name + "_scale"))  # type: ignore[assignment]
         return layer
 
     def layer_norm(self, key: str, epsilon: float) -> nn.LayerNorm:
@@ -215,6 +222,84 @@ class _Stack(nn.Module):
         return norm(x + fn(x))
 
 
+class _EncoderLayer(nn.Module):
+    def __init__(self, model: CT2ModelFile, scope: str, stack: _Stack, epsilon: float) -> None:
+        super().__init__()
+        self.self_attention = _Attention(
+            _Weights(model, f"{scope}/self_attention"), stack.num_heads, True, epsilon
+        )
+        self.ffn = _FeedForward(_Weights(model, f"{scope}/ffn"), stack.activation, epsilon)
+
+
+class _DecoderLayer(nn.Module):
+    def __init__(self, model: CT2ModelFile, scope: str, stack: _Stack, epsilon: float) -> None:
+        super().__init__()
+        self.self_attention = _Attention(
+            _Weights(model, f"{scope}/self_attention"), stack.num_heads, True, epsilon
+        )
+        self.attention = _Attention(
+            _Weights(model, f"{scope}/attention"), stack.num_heads, False, epsilon
+        )
+        self.ffn = _FeedForward(_Weights(model, f"{scope}/ffn"), stack.activation, epsilon)
+
+
+class SelfAttentionCache:
+    """Keys and values of the hypotheses so far, time-major [capacity, rows, heads, head_dim].
+
+    Time-major so that reordering the beams is one index_select into a second buffer (the live
+    time steps of a time-major buffer are one contiguous block), and the attention reads the
+    buffer through strided views without copying it.
+    """
+
+    def __init__(self, layers: int, heads: int, head_dim: int, device: torch.device) -> None:
+        self.layers, self.heads, self.head_dim, self.device = layers, heads, head_dim, device
+        self.length = 0
+        self.rows = 0
+        # per layer, keys then values: [capacity, rows, heads, head_dim]
+        self.buffers: list[torch.Tensor] = []
+
+    def _allocate(self, capacity: int, rows: int) -> list[torch.Tensor]:
+        shape = (capacity, rows, self.heads, self.head_dim)
+        return [torch.empty(shape, device=self.device) for _ in range(2 * self.layers)]
+
+    def reorder(self, parents: torch.Tensor | None, rows: int) -> None:
+        """Row i continues row parents[i]; makes room for one more step."""
+        capacity = self.buffers[0].shape[0] if self.buffers else 0
+        need = self.length + 1
+        same_rows = parents is None or (
+            rows == self.rows
+            and bool(torch.equal(parents, torch.arange(rows, device=parents.device)))
+        )
+        if same_rows and need <= capacity:
+            return
+        new_capacity = max(capacity, 64)
+        while new_capacity < need:
+            new_capacity *= 2
+        fresh = self._allocate(new_capacity, rows)
+        t = self.length
+        if t:
+            for old, new in zip(self.buffers, fresh, strict=True):
+                if parents is None or same_rows:
+                    new[:t].copy_(old[:t])
+                else:
+                    torch.index_select(old[:t], 1, parents, out=new[:t])
+        self.buffers = fresh
+        self.rows = rows
+
+    def append_and_view(
+        self, layer: int, key: torch.Tensor, value: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Store this step's [rows, heads, head_dim] key/value; all keys/values so far as
+        [time, rows * heads, head_dim] views."""
+        key_buffer, value_buffer = self.buffers[2 * layer], self.buffers[2 * layer + 1]
+        key_buffer[self.length] = key
+        value_buffer[self.length] = value
+        t = self.length + 1
+        keys = key_buffer[:t].view(t, self.rows * self.heads, self.head_dim)
+        values = value_buffer[:t].view(t, self.rows * self.heads, self.head_dim)
+        return keys, values
+
+
 class TransformerModel(nn.Module):
     """A CTranslate2 TransformerSpec model, for encoding and stepwise decoding."""
 
@@ -224,56 +309,16 @@ class TransformerModel(nn.Module):
         epsilon = model.config.get("layer_norm_epsilon") or _DEFAULT_LAYER_NORM_EPSILON
         self.encoder = _Stack(model, "encoder", epsilon)
         self.decoder = _Stack(model, "decoder", epsilon)
-        enc_layers = []
-        i = 0
-        while model.has(f"encoder/layer_{i}/self_attention/linear_0/weight"):
-            w = _Weights(model, f"encoder/layer_{i}")
-            enc_layers.append(
-                nn.ModuleDict(
-                    {
-                        "self_attention": _Attention(
-                            _Weights(model, w.name("self_attention")),
-                            self.encoder.num_heads,
-                            True,
-                            epsilon,
-                        ),
-                        "ffn": _FeedForward(
-                            _Weights(model, w.name("ffn")), self.encoder.activation, epsilon
-                        ),
-                    }
-                )
-            )
-            i += 1
-        dec_layers = []
-        i = 0
-        while model.has(f"decoder/layer_{i}/self_attention/linear_0/weight"):
-            w = _Weights(model, f"decoder/layer_{i}")
-            dec_layers.append(
-                nn.ModuleDict(
-                    {
-                        "self_attention": _Attention(
-                            _Weights(model, w.name("self_attention")),
-                            self.decoder.num_heads,
-                            True,
-                            epsilon,
-                        ),
-                        "attention": _Attention(
-                            _Weights(model, w.name("attention")),
-                            self.decoder.num_heads,
-                            False,
-                            epsilon,
-                        ),
-                        "ffn": _FeedForward(
-                            _Weights(model, w.name("ffn")), self.decoder.activation, epsilon
-                        ),
-                    }
-                )
-            )
-            i += 1
-        if not enc_layers or not dec_layers:
+        self.encoder_layers = nn.ModuleList(
+            _EncoderLayer(model, f"encoder/layer_{i}", self.encoder, epsilon)
+            for i in range(_count_layers(model, "encoder"))
+        )
+        self.decoder_layers = nn.ModuleList(
+            _DecoderLayer(model, f"decoder/layer_{i}", self.decoder, epsilon)
+            for i in range(_count_layers(model, "decoder"))
+        )
+        if not len(self.encoder_layers) or not len(self.decoder_layers):
             raise ModelError("model.bin has no encoder or decoder layers")
-        self.encoder_layers = nn.ModuleList(enc_layers)
-        self.decoder_layers = nn.ModuleList(dec_layers)
         self.projection = _Weights(model, "decoder").linear("projection")
         self.start_from_zero = bool(
             model.has("decoder/start_from_zero_embedding")
@@ -281,6 +326,9 @@ class TransformerModel(nn.Module):
         )
         if model.has("decoder/scale_outputs"):
             raise ModelError("the torch engine does not implement decoder/scale_outputs")
+        first: _DecoderLayer = self.decoder_layers[0]  # type: ignore[assignment]
+        self.heads = first.self_attention.num_heads
+        self.head_dim = first.self_attention.head_dim
 
     def encode(self, ids: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Encoder output [batch, time, depth], key mask [batch, 1, 1, time] (True = keep)."""
@@ -291,12 +339,12 @@ class TransformerModel(nn.Module):
             x = enc.embedding_norm(x)
         keep = (torch.arange(time, device=ids.device)[None, :] < lengths[:, None])[:, None, None, :]
         for layer in self.encoder_layers:
-            attention: _Attention = layer["self_attention"]
+            assert isinstance(layer, _EncoderLayer)
+            attention = layer.self_attention
             x = enc.sublayer(
                 attention.norm, x, lambda h, a=attention: self._self_attend(a, h, keep)
             )
-            ffn: _FeedForward = layer["ffn"]
-            x = enc.sublayer(ffn.norm, x, ffn)
+            x = enc.sublayer(layer.ffn.norm, x, layer.ffn)
         if enc.final_norm is not None:
             x = enc.final_norm(x)
         return x, keep
@@ -312,66 +360,111 @@ class TransformerModel(nn.Module):
         """Per decoder layer, the encoder-side keys and values [batch, heads, time, head_dim]."""
         result = []
         for layer in self.decoder_layers:
-            attention: _Attention = layer["attention"]
-            k, v = attention.kv(memory).chunk(2, dim=-1)
-            result.append((attention.split_heads(k), attention.split_heads(v)))
+            assert isinstance(layer, _DecoderLayer)
+            k, v = layer.attention.kv(memory).chunk(2, dim=-1)
+            result.append((layer.attention.split_heads(k), layer.attention.split_heads(v)))
         return result
 
     def decode_step(
         self,
         ids: torch.Tensor,
         step: int,
-        self_cache: list[tuple[torch.Tensor, torch.Tensor]] | None,
+        cache: SelfAttentionCache,
         cross: list[tuple[torch.Tensor, torch.Tensor]],
         cross_keep: torch.Tensor,
         rows_per_sentence: int,
-    ) -> tuple[torch.Tensor, list[tuple[torch.Tensor, torch.Tensor]]]:
-        """Logits [rows, vocab] for one new token per row, and the extended self-attention cache.
+    ) -> torch.Tensor:
+        """Logits [rows, vocab] for one new token per row; `cache` is extended by this step.
 
         Rows are grouped by sentence (`rows_per_sentence` each), matching `cross` [sentences, ...],
         so the cross-attention needs no copy of the encoder keys/values per hypothesis."""
         dec = self.decoder
         rows = ids.shape[0]
         sentences = rows // rows_per_sentence
+        heads, head_dim = self.heads, self.head_dim
+        scale = 1.0 / math.sqrt(head_dim)
         x = F.embedding(ids, dec.embeddings) * dec.embedding_scale
         if step == 0 and self.start_from_zero:
             x = torch.zeros_like(x)
-        x = (x + dec.position(step, 1)[0])[:, None, :]  # [rows, 1, depth]
+        x = x + dec.position(step, 1)[0]  # [rows, depth]
         if dec.embedding_norm is not None:
             x = dec.embedding_norm(x)
-        new_cache = []
         for index, layer in enumerate(self.decoder_layers):
-            attention: _Attention = layer["self_attention"]
-            cached = self_cache[index] if self_cache is not None else None
-            holder: list[tuple[torch.Tensor, torch.Tensor]] = []
+            assert isinstance(layer, _DecoderLayer)
 
-            def self_attend(h: torch.Tensor, a: _Attention = attention, c=cached, out=holder):  # noqa: ANN001
+            def self_attend(h: torch.Tensor, a: _Attention = layer.self_attention, i: int = index):
                 q, k, v = a.qkv(h).chunk(3, dim=-1)
-                q, k, v = (a.split_heads(t) for t in (q, k, v))
-                if c is not None:
-                    k = torch.cat([c[0], k], dim=2)
-                    v = torch.cat([c[1], v], dim=2)
-                out.append((k, v))
-                return a.out(a.merge_heads(F.scaled_dot_product_attention(q, k, v)))
+                keys, values = cache.append_and_view(
+                    i, k.view(rows, heads, head_dim), v.view(rows, heads, head_dim)
+                )
+                q = (q * scale).reshape(rows * heads, 1, head_dim)
+                weights = torch.softmax(torch.bmm(q, keys.permute(1, 2, 0)), dim=-1)
+                out = torch.bmm(weights, values.transpose(0, 1))  # [rows * heads, 1, head_dim]
+                return a.out(out.view(rows, heads * head_dim))
 
-            x = dec.sublayer(attention.norm, x, self_attend)
-            new_cache.append(holder[0])
-            cross_attention: _Attention = layer["attention"]
+            x = dec.sublayer(layer.self_attention.norm, x, self_attend)
             keys, values = cross[index]
 
-            def cross_attend(h: torch.Tensor, a: _Attention = cross_attention, k=keys, v=values):  # noqa: ANN001
-                q = a.q(h)  # [rows, 1, depth]
-                q = q.view(sentences, rows_per_sentence, a.num_heads, a.head_dim).transpose(1, 2)
+            def cross_attend(h: torch.Tensor, a: _Attention = layer.attention, k=keys, v=values):  # noqa: ANN001
+                q = a.q(h).view(sentences, rows_per_sentence, heads, head_dim).transpose(1, 2)
                 out = F.scaled_dot_product_attention(q, k, v, attn_mask=cross_keep)
-                out = out.transpose(1, 2).reshape(rows, 1, a.num_heads * a.head_dim)
-                return a.out(out)
+                return a.out(out.transpose(1, 2).reshape(rows, heads * head_dim))
 
-            x = dec.sublayer(cross_attention.norm, x, cross_attend)
-            ffn: _FeedForward = layer["ffn"]
-            x = dec.sublayer(ffn.norm, x, ffn)
+            x = dec.sublayer(layer.attention.norm, x, cross_attend)
+            x = dec.sublayer(layer.ffn.norm, x, layer.ffn)
+        cache.length += 1
         if dec.final_norm is not None:
             x = dec.final_norm(x)
-        return self.projection(x[:, 0, :]), new_cache
+        return self.projection(x)
+
+
+def _count_layers(model: CT2ModelFile, stack: str) -> int:
+    count = 0
+    while model.has(f"{stack}/layer_{count}/self_attention/linear_0/weight"):
+        count += 1
+    return count
+
+
+def _quantize_linear_layers(module: nn.Module) -> None:
+    """Swap every Linear for a dynamically quantized int8 one (fbgemm), in place.
+
+    Weights that were int8 in model.bin are used as they are, with CTranslate2's per-row scales,
+    so the int8 weights are exactly CTranslate2's; float weights are quantized per row. The
+    activations are quantized per call (per tensor), where CTranslate2 quantizes per row: the
+    log-probabilities are close to CTranslate2's int8 ones, not equal.
+    """
+    import warnings
+
+    from torch.ao.nn.quantized import dynamic as qdynamic
+
+    for name, child in list(module.named_children()):
+        if isinstance(child, nn.Linear):
+            with warnings.catch_warnings():  # quantized tensor factories warn of a future removal
+                warnings.simplefilter("ignore", UserWarning)
+                quantized = qdynamic.Linear(
+                    child.in_features,
+                    child.out_features,
+                    bias_=child.bias is not None,
+                    dtype=torch.qint8,
+                )
+            source = getattr(child, "ct2_int8", None)
+            if source is not None:
+                values = torch.from_numpy(np.array(source[0], dtype=np.int8))
+                scales = torch.from_numpy(1.0 / source[1].astype(np.float64))
+            else:
+                weight = child.weight.detach().double()
+                amax = weight.abs().amax(dim=1).clamp_min(1e-12)
+                scales = amax / 127.0
+                values = torch.round(weight / scales[:, None]).clamp(-127, 127).to(torch.int8)
+            zero_points = torch.zeros(child.out_features, dtype=torch.long)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                weight_q = torch._make_per_channel_quantized_tensor(values, scales, zero_points, 0)
+                bias = child.bias.detach() if child.bias is not None else None
+                quantized.set_weight_bias(weight_q, bias)
+            setattr(module, name, quantized)
+        else:
+            _quantize_linear_layers(child)
 
 
 @dataclass
@@ -379,7 +472,7 @@ class _TorchState:
     cross: list[tuple[torch.Tensor, torch.Tensor]]
     cross_keep: torch.Tensor
     cross_sentences: np.ndarray  # batch index of each sentence held in `cross`
-    self_cache: list[tuple[torch.Tensor, torch.Tensor]] | None
+    cache: SelfAttentionCache
     step: int
 
 
@@ -416,7 +509,7 @@ class TorchStepDecoder:
         if quantize:
             if self.device.type != "cpu":
                 raise ModelError("dynamic int8 quantization of the torch engine is CPU only")
-            model = torch.ao.quantization.quantize_dynamic(model, {nn.Linear}, dtype=torch.qint8)
+            _quantize_linear_layers(model)
         self.model = model.to(self.device)
 
     @property
@@ -452,7 +545,9 @@ class TorchStepDecoder:
             cross=self.model.cross_keys_values(memory),
             cross_keep=keep,
             cross_sentences=np.arange(len(ids)),
-            self_cache=None,
+            cache=SelfAttentionCache(
+                len(self.model.decoder_layers), self.model.heads, self.model.head_dim, self.device
+            ),
             step=0,
         )
 
@@ -475,13 +570,13 @@ class TorchStepDecoder:
             ]
             state.cross_keep = state.cross_keep.index_select(0, keep)
             state.cross_sentences = live
-        cache = state.self_cache
-        if cache is not None and parents is not None:
+        index = None
+        if parents is not None:
             index = torch.from_numpy(np.asarray(parents, dtype=np.int64)).to(self.device)
-            cache = [(k.index_select(0, index), v.index_select(0, index)) for k, v in cache]
+        state.cache.reorder(index, len(sentences))
         ids = torch.from_numpy(np.asarray(last_ids, dtype=np.int64)).to(self.device)
-        logits, state.self_cache = self.model.decode_step(
-            ids, state.step, cache, state.cross, state.cross_keep, rows_per_sentence
+        logits = self.model.decode_step(
+            ids, state.step, state.cache, state.cross, state.cross_keep, rows_per_sentence
         )
         state.step += 1
         logits = logits.float()

@@ -228,12 +228,12 @@ class GuidedTranslator:
         wanted_unguided = native_ids + (guided_ids if options.return_unguided else [])
         for batch in _batches(sorted(wanted_unguided), sources, options.batch_size):
             started = clock()
-            found = self.native_search(
+            native = self.native_search(
                 [self.bundle.source_input(sources[i]) for i in batch], search
             )
             share = (clock() - started) / len(batch)
-            for i, best in zip(batch, found, strict=True):
-                unguided[i] = best
+            for i, top in zip(batch, native, strict=True):
+                unguided[i] = top
                 if i not in hypotheses:
                     timings[i]["decoding"] = share
 
