@@ -41,6 +41,7 @@ def train_joint_spm(
             eos_piece="</s>",
             unk_piece="<unk>",
             num_threads=2,
+            hard_vocab_limit=False,
             minloglevel=2,
         )
     return spm.SentencePieceProcessor(model_file=str(model_file))
