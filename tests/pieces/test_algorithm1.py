@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tm_guide.pieces.collect import AlignedPair, PieceTable, collect_ngrams, pair_pieces
+
+# The suite runs on a shared, often busy machine: no per-example deadline or speed check.
+PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 WORDS = st.sampled_from([f"w{i}" for i in range(12)])
 OTHER_WORDS = st.sampled_from([f"v{i}" for i in range(12)])
@@ -32,6 +35,7 @@ def all_ngrams(tokens, max_n=4):  # type: ignore[no-untyped-def]
     }
 
 
+@PROPERTY
 @given(aligned_pairs())
 def test_identical_source_yields_every_target_ngram_with_score_1(pair: AlignedPair) -> None:
     comparison, pieces = pair_pieces(list(pair.source), pair)
@@ -39,6 +43,7 @@ def test_identical_source_yields_every_target_ngram_with_score_1(pair: AlignedPa
     assert pieces == all_ngrams(pair.target)
 
 
+@PROPERTY
 @given(aligned_pairs(), st.lists(OTHER_WORDS, min_size=1, max_size=12))
 def test_pair_sharing_no_token_yields_nothing(pair: AlignedPair, query: list[str]) -> None:
     comparison, pieces = pair_pieces(query, pair)
@@ -47,6 +52,7 @@ def test_pair_sharing_no_token_yields_nothing(pair: AlignedPair, query: list[str
     assert pieces == set()
 
 
+@PROPERTY
 @given(aligned_pairs(), st.lists(WORDS, min_size=1, max_size=12))
 def test_pieces_never_cross_an_edited_alignment(pair: AlignedPair, query: list[str]) -> None:
     comparison, pieces = pair_pieces(query, pair)
@@ -64,6 +70,7 @@ def test_pieces_never_cross_an_edited_alignment(pair: AlignedPair, query: list[s
         )
 
 
+@PROPERTY
 @given(aligned_pairs(), st.lists(WORDS, min_size=1, max_size=12))
 def test_unaligned_target_tokens_do_not_stop_a_piece(pair: AlignedPair, query: list[str]) -> None:
     """Algorithm 1 breaks only on a link to an edited source word: every maximal run of target
@@ -89,7 +96,7 @@ def test_algorithm_1_alone_collects_wholly_unaligned_ngrams() -> None:
     assert ngrams == {("b",), ("c",), ("b", "c")}
 
 
-@settings(max_examples=50)
+@PROPERTY
 @given(st.lists(aligned_pairs(), min_size=1, max_size=6), st.lists(WORDS, min_size=1, max_size=10))
 def test_scores_are_the_best_similarity_of_the_yielding_pairs(
     pairs: list[AlignedPair], query: list[str]

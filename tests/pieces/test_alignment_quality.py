@@ -7,6 +7,9 @@ machine); a broken symmetrization, projection or priors path lands far above the
 
 from __future__ import annotations
 
+from itertools import islice
+from pathlib import Path
+
 import pytest
 
 from tm_guide.pieces.align import AlignOptions, align_token_pairs
@@ -21,6 +24,7 @@ from tm_guide.pieces.quality import (
 
 BULK_AER_BOUND = 0.25
 INCREMENTAL_AER_BOUND = 0.32
+CORPUS_AER_BOUND = 0.30
 
 
 def tokenize(tokenizer, pairs: list[GoldPair]):  # type: ignore[no-untyped-def]
@@ -97,3 +101,36 @@ def test_aer_definition() -> None:
     assert alignment_error_rate([{(0, 0), (1, 1)}], [pair]) == 0.0
     assert alignment_error_rate([{(0, 1)}], [pair]) == 1.0
     assert alignment_error_rate([{(0, 0), (0, 1)}], [pair]) == pytest.approx(1 - 2 / 3)
+
+
+@pytest.mark.slow
+def test_bulk_alignment_error_rate_beside_a_training_corpus(gold_pairs, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The gold pairs aligned inside 30k pairs of the benchmark training corpus (gettext
+    catalogues, built by bench/corpus), with a SentencePiece model of realistic size."""
+    import sentencepiece as spm
+
+    from tm_guide.pieces.tokenizer import SentencePieceTokenizer
+
+    corpus = Path(__file__).parents[2] / "bench" / "corpus" / "data" / "train" / "en-de.tsv"
+    if not corpus.is_file():
+        pytest.skip(f"{corpus} is not built (bench/corpus)")
+    with open(corpus, encoding="utf-8") as lines:
+        extra = [line.rstrip("\n").split("\t")[:2] for line in islice(lines, 30000)]
+    text = tmp_path / "text.txt"
+    with open(text, "w", encoding="utf-8") as out:
+        for source, target in extra:
+            out.write(f"{source}\n{target}\n")
+        for pair in gold_pairs:
+            out.write(f"{' '.join(pair.source)}\n{' '.join(pair.target)}\n")
+    spm.SentencePieceTrainer.train(
+        input=str(text), model_prefix=str(tmp_path / "sp"), vocab_size=8000, minloglevel=2
+    )
+    tokenizer = SentencePieceTokenizer(tmp_path / "sp.model")
+    source, target = tokenize(tokenizer, gold_pairs)
+    source += [tokenizer.encode_source(s) for s, _ in extra]
+    target += [tokenizer.encode_target(t) for _, t in extra]
+    alignments, _ = align_token_pairs(source, target, AlignOptions().bulk)
+    n = len(gold_pairs)
+    aer = word_aer(alignments[:n], source[:n], target[:n], gold_pairs)
+    print(f"bulk AER beside {len(extra)} corpus pairs: {aer:.3f}")
+    assert aer < CORPUS_AER_BOUND

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tm_guide.pieces.symmetrize import format_links, grow_diag_final_and, parse_links
+
+# The suite runs on a shared, often busy machine: no per-example deadline or speed check.
+PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def test_agreeing_directions_are_kept_as_they_are() -> None:
@@ -45,12 +48,14 @@ def test_pharaoh_format_round_trip() -> None:
 LINKS = st.sets(st.tuples(st.integers(0, 7), st.integers(0, 7)), max_size=25)
 
 
+@PROPERTY
 @given(LINKS, LINKS)
 def test_between_intersection_and_union(forward: set, reverse: set) -> None:
     result = set(grow_diag_final_and(forward, reverse, 8, 8))
     assert forward & reverse <= result <= forward | reverse
 
 
+@PROPERTY
 @given(LINKS, LINKS)
 def test_every_union_link_with_two_unaligned_words_is_added(forward: set, reverse: set) -> None:
     result = set(grow_diag_final_and(forward, reverse, 8, 8))

@@ -114,7 +114,8 @@ class MemoryAligner:
         self.store = store
         self.tokenizer = tokenizer
         self.options = options or AlignOptions()
-        self._priors: dict[int, AlignmentPriors] = {}
+        # memory id -> (priors, the memory's segment count when they were estimated)
+        self._priors: dict[int, tuple[AlignmentPriors, int]] = {}
         self._lock = threading.Lock()
 
     @property
@@ -221,20 +222,19 @@ class MemoryAligner:
     # ---- priors ---------------------------------------------------------------------------
 
     def priors_for(self, memory: Any) -> AlignmentPriors | None:
-        """The memory's priors, re-estimated from its stored alignments once it grew enough."""
+        """The memory's priors, re-estimated from its stored alignments once it grew by
+        `refresh_fraction` since they were estimated; None while it has too few aligned pairs."""
         with self._lock:
-            priors = self._priors.get(memory.id)
-        if priors is None:
-            priors = self._load_cached(memory)
-        if priors is not None and memory.segment_count <= priors.pairs * (
-            1 + self.options.refresh_fraction
-        ):
-            return priors
+            cached = self._priors.get(memory.id)
+        if cached is None:
+            cached = self._load_cached(memory)
+        if cached is not None:
+            priors, basis = cached
+            if memory.segment_count <= basis * (1 + self.options.refresh_fraction):
+                return priors if priors.pairs >= self.options.min_prior_pairs else None
         priors = self._estimate_from_store(memory)
-        if priors.pairs < self.options.min_prior_pairs:
-            return None
-        self._remember_priors(memory, priors)
-        return priors
+        self._remember_priors(memory, priors, persist=priors.pairs >= self.options.min_prior_pairs)
+        return priors if priors.pairs >= self.options.min_prior_pairs else None
 
     def _estimate_from_store(self, memory: Any) -> AlignmentPriors:
         source: list[list[str]] = []
@@ -254,7 +254,7 @@ class MemoryAligner:
         tokenizer = self.tokenizer.tokenizer_id.replace(":", "-").replace("/", "-")
         return self.options.cache_dir / f"priors-{memory.id}-{tokenizer}-{ALIGNER_ID}.txt"
 
-    def _load_cached(self, memory: Any) -> AlignmentPriors | None:
+    def _load_cached(self, memory: Any) -> tuple[AlignmentPriors, int] | None:
         path = self._cache_path(memory)
         if path is None or not path.is_file():
             return None
@@ -264,14 +264,14 @@ class MemoryAligner:
             logger.warning("ignoring unreadable priors cache %s: %s", path, exc)
             return None
         with self._lock:
-            self._priors[memory.id] = priors
-        return priors
+            self._priors[memory.id] = (priors, priors.pairs)
+        return priors, priors.pairs
 
-    def _remember_priors(self, memory: Any, priors: AlignmentPriors) -> None:
+    def _remember_priors(self, memory: Any, priors: AlignmentPriors, persist: bool = True) -> None:
         with self._lock:
-            self._priors[memory.id] = priors
+            self._priors[memory.id] = (priors, memory.segment_count)
         path = self._cache_path(memory)
-        if path is not None:
+        if path is not None and persist:
             path.parent.mkdir(parents=True, exist_ok=True)
             priors.save(path)
 
