@@ -11,6 +11,7 @@ import hashlib
 import logging
 import re
 import secrets
+import time
 import uuid as uuidlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -191,6 +192,7 @@ class Store:
         report = ImportReport()
         outcome = BatchOutcome()
         when = now()
+        started = time.perf_counter()
         bar = tqdm(desc=f"importing into {memory.name}", unit=" seg", disable=not progress)
         with bar, self.engine.begin() as conn:
             revision = self._bump_revision(conn, memory.id)
@@ -199,7 +201,10 @@ class Store:
                 apply_batch(conn, memory.id, revision, batch, report, outcome, when, source_name)
                 bar.update(len(batch))
             self._add_count(conn, memory.id, outcome.count_delta)
+        committed = time.perf_counter()
         self._index_after_commit(memory, revision, outcome, progress)
+        report.db_seconds = committed - started
+        report.index_seconds = time.perf_counter() - committed
         return report
 
     def add_segment(self, memory: Memory, record: SegmentRecord) -> Segment:

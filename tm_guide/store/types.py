@@ -72,6 +72,8 @@ class ImportReport:
     merged: int = 0
     updated: int = 0
     skipped: int = 0
+    db_seconds: float = 0.0  # reading records and the database transaction
+    index_seconds: float = 0.0  # bringing the full-text index in step after the commit
 
     @property
     def total(self) -> int:
