@@ -160,3 +160,21 @@ def test_piece_options_are_checked() -> None:
         PieceOptions(m=101)
     with pytest.raises(InvalidInput, match="min_similarity"):
         PieceOptions(min_similarity=1.5)
+
+
+def test_a_new_small_memory_is_aligned_with_its_first_segments(store, gold_pairs, gold_tokenizer):  # type: ignore[no-untyped-def]
+    """Too few pairs for priors: the new segment is aligned together with the whole (small)
+    memory, which comes out aligned as well."""
+    small = store.create_memory("small", "en", "de")
+    store.import_records(
+        small, [SegmentRecord(" ".join(p.source), " ".join(p.target)) for p in gold_pairs[:60]]
+    )
+    small = store.get_memory(small.id)
+    aligner = MemoryAligner(store, gold_tokenizer)
+    assert aligner.priors_for(small) is None
+    segment = store.add_segment(
+        small, SegmentRecord("Close all windows .", "Alle Fenster schließen .")
+    )
+    aligner.align_segments([segment])
+    segments = list(store.iter_segments(small))
+    assert len(segments) == 61 and all(aligner.is_current(s) for s in segments)

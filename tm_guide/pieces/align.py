@@ -46,8 +46,10 @@ class AlignOptions:
     bulk:           eflomal settings for whole-memory runs (corpus-size-based iteration counts).
     incremental:    settings for a few segments aligned against the memory's priors; the priors
                     carry the statistics, so few sampling sweeps suffice.
-    min_prior_pairs: below this many aligned pairs a memory's priors are too thin; new segments are
-                    then aligned together with up to `context_pairs` pairs of the memory instead.
+    context:        settings for new segments aligned together with up to `context_pairs` pairs
+                    of their memory, used while the memory has fewer than `min_prior_pairs`
+                    aligned pairs (its priors would be too thin); the default iteration counts
+                    for a few hundred pairs would take seconds.
     refresh_fraction: re-estimate a memory's priors once it grew by this fraction.
     store_batch:    analyses written per `set_analysis` call in bulk runs.
     cache_dir:      where priors are kept between processes (None: in memory only).
@@ -56,6 +58,9 @@ class AlignOptions:
     bulk: EflomalOptions = field(default_factory=EflomalOptions)
     incremental: EflomalOptions = field(
         default_factory=lambda: EflomalOptions(samplers=1, iterations=(8, 8, 16))
+    )
+    context: EflomalOptions = field(
+        default_factory=lambda: EflomalOptions(samplers=1, iterations=(10, 10, 20))
     )
     min_prior_pairs: int = 200
     context_pairs: int = 300
@@ -211,7 +216,7 @@ class MemoryAligner:
         ][: self.options.context_pairs]
         ctx_source, ctx_target = self._tokenize(context, False)
         alignments, _ = align_token_pairs(
-            source + ctx_source, target + ctx_target, self.options.bulk
+            source + ctx_source, target + ctx_target, self.options.context
         )
         stored = self._store(segments, source, target, alignments[: len(segments)], progress)
         if memory.segment_count <= len(context) + len(segments):
