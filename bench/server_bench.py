@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+CORPUS = REPO / "bench" / "corpus" / "data" / "en-de"
 
 WORDS_EN = [
     "click",
@@ -87,7 +88,8 @@ class BenchOptions:
     clients: int = 16
     adds: int = 400
     suggestions: int = 200
-    seed_segments: int = 2000
+    seed_segments: int = 10000
+    corpus: Path | None = None  # directory with tm.tsv and test.tsv (bench/corpus); None: synthetic
     tokens: int = 30
     threads: int = 8
     db_url: str | None = None
@@ -188,9 +190,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--adds", type=int, default=400)
     parser.add_argument("--suggestions", type=int, default=200)
     parser.add_argument(
-        "--seed-segments", type=int, default=2000, help="segments imported before the phases"
+        "--seed-segments", type=int, default=10000, help="segments imported before the phases"
     )
-    parser.add_argument("--tokens", type=int, default=30, help="words per suggestion segment")
+    parser.add_argument(
+        "--corpus",
+        type=Path,
+        default=CORPUS if (CORPUS / "tm.tsv").exists() else None,
+        help="directory with tm.tsv (seed TM) and test.tsv (queries); default: bench/corpus's "
+        "en-de split when it was built, else synthetic sentences",
+    )
+    parser.add_argument(
+        "--tokens",
+        type=int,
+        default=30,
+        help="subword tokens per suggestion segment (about 2/3 as many words)",
+    )
     parser.add_argument("--threads", type=int, default=8, help="server threads")
     parser.add_argument("--db", default=None, help="database URL (default: a fresh SQLite file)")
     parser.add_argument(
@@ -203,6 +217,7 @@ def main(argv: list[str] | None = None) -> int:
         adds=args.adds,
         suggestions=args.suggestions,
         seed_segments=args.seed_segments,
+        corpus=args.corpus,
         tokens=args.tokens,
         threads=args.threads,
         db_url=args.db,
@@ -247,7 +262,8 @@ def bench(options: BenchOptions, work: Path) -> int:
             "POST", "/v1/memories", {"name": "bench", "source_lang": "en", "target_lang": "de"}
         )
         assert status == 201, body
-        _seed(api, rng, options.seed_segments)
+        seed_pairs, queries = _workload(options, rng)
+        _seed(api, seed_pairs)
         before = api.call("GET", "/v1/memories/bench")[1]["segment_count"]
 
         adds = [
@@ -264,7 +280,6 @@ def bench(options: BenchOptions, work: Path) -> int:
         ]
         add_result = run_phase("add", add_jobs, options.clients, 201)
 
-        queries = [sentence(rng, options.tokens) for _ in range(options.suggestions)]
         suggest_body = {"memories": ["bench"], "options": {"translate": options.translate}}
         suggest_jobs = [
             (lambda q=q: api.call("POST", "/v1/suggest", {**suggest_body, "source": q}))
@@ -339,16 +354,43 @@ def _wait_ready(api: Http, server: subprocess.Popen[bytes], work: Path) -> None:
     raise SystemExit("server not ready in time")
 
 
-def _seed(api: Http, rng: random.Random, count: int) -> None:
-    """Import `count` pairs as one TMX job, as a memory that has history."""
-    if count <= 0:
+def _workload(options: BenchOptions, rng: random.Random) -> tuple[list[tuple[str, str]], list[str]]:
+    """Seed pairs and suggestion queries: from the corpus split when given (TM = its tm.tsv,
+    queries = test sentences of about `tokens` words), else synthetic sentences."""
+    if options.corpus is None:
+        pairs = [
+            (sentence(rng, rng.randint(6, 30)), f"Übersetzung {i}.")
+            for i in range(options.seed_segments)
+        ]
+        return pairs, [sentence(rng, options.tokens) for _ in range(options.suggestions)]
+    pairs = _read_tsv(options.corpus / "tm.tsv")
+    rng.shuffle(pairs)
+    sources = [s for s, _ in _read_tsv(options.corpus / "test.tsv")]
+    near = [s for s in sources if abs(len(s.split()) - options.tokens * 2 // 3) <= 4]
+    queries = [rng.choice(near or sources) for _ in range(options.suggestions)]
+    return pairs[: options.seed_segments], queries
+
+
+def _read_tsv(path: Path) -> list[tuple[str, str]]:
+    pairs = []
+    with open(path, encoding="utf-8") as lines:
+        for line in lines:
+            source, _, target = line.rstrip("\n").partition("\t")
+            if source.strip() and target.strip():
+                pairs.append((source, target))
+    return pairs
+
+
+def _seed(api: Http, pairs: list[tuple[str, str]]) -> None:
+    """Import the pairs as one TMX job (aligned in one pass), as a memory that has history."""
+    if not pairs:
         return
     from xml.sax.saxutils import escape
 
     units = "".join(
-        f'<tu><tuv xml:lang="en"><seg>{escape(sentence(rng, rng.randint(6, 30)))}</seg></tuv>'
-        f'<tuv xml:lang="de"><seg>Übersetzung {i}.</seg></tuv></tu>'
-        for i in range(count)
+        f'<tu><tuv xml:lang="en"><seg>{escape(source)}</seg></tuv>'
+        f'<tuv xml:lang="de"><seg>{escape(target)}</seg></tuv></tu>'
+        for source, target in pairs
     )
     tmx = (
         '<?xml version="1.0" encoding="UTF-8"?><tmx version="1.4">'
