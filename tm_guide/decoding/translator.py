@@ -8,6 +8,7 @@ that case anyway, so nothing is lost by skipping it.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Sequence
@@ -21,6 +22,7 @@ from tm_guide.decoding.search import Hypothesis, SearchOptions, StepDecoder, bea
 from tm_guide.errors import InvalidInput, ModelError
 
 ENGINES = ("torch", "ct2", "rerank", "auto")
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -48,7 +50,8 @@ class TranslateOptions:
     memory_ids: tuple[int, ...] = ()
     rerank_width: int = 0  # n-best size for engine="rerank"; 0 = beam_size
     threads: int = 0  # torch intra-op threads; 0 = leave as is
-    quantize: bool = False  # torch engine: dynamic int8 linear layers (CPU)
+    # torch engine on CPU: int8 linear layers (fbgemm); None = when the bundle is int8
+    quantize: bool | None = None
 
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:
@@ -132,41 +135,46 @@ class GuidedTranslator:
 
     # -- engines ------------------------------------------------------------------------
     def engine_name(self, options: TranslateOptions) -> str:
+        """The engine `options` lead to: "auto" is torch when PyTorch is installed and runs this
+        model, else ct2 (both exact)."""
         if options.engine != "auto":
             return options.engine
         try:
-            import torch  # noqa: F401
-        except ImportError:
+            self.step_decoder("torch", options)
+        except (ImportError, ModelError) as exc:
+            log.info("guided decoding falls back to the ct2 engine: %s", exc)
             return "ct2"
         return "torch"
 
     def step_decoder(self, engine: str, options: TranslateOptions) -> StepDecoder:
-        key = (engine, options.device, options.quantize)
+        device = options.device
+        if engine == "torch" and device == "auto":
+            import torch
+
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        quantize = options.quantize
+        if quantize is None:
+            quantize = device == "cpu" and self.bundle.card.quantization.startswith("int8")
+        key = (engine, device, bool(quantize))
         with self._lock:
-            return self._engines[key] if key in self._engines else self._make_engine(key, options)
+            if key not in self._engines:
+                self._engines[key] = self._make_engine(key, options)
+            return self._engines[key]
 
     def _make_engine(self, key: tuple[str, str, bool], options: TranslateOptions) -> StepDecoder:
-        engine = key[0]
+        engine, device, quantize = key
         if engine == "ct2":
-            decoder: StepDecoder = CT2StepDecoder(self.bundle.translator, self.target_vocabulary)
-        elif engine == "torch":
+            return CT2StepDecoder(self.bundle.translator, self.target_vocabulary)
+        if engine == "torch":
             from tm_guide.decoding.torch_engine import TorchStepDecoder
 
-            device = options.device
-            if device == "auto":
-                import torch
-
-                device = "cuda" if torch.cuda.is_available() else "cpu"
-            decoder = TorchStepDecoder(
+            return TorchStepDecoder(
                 self.bundle.path,
                 device=device,
                 num_threads=options.threads or None,
-                quantize=options.quantize,
+                quantize=quantize,
             )
-        else:
-            raise ModelError(f"engine {engine!r} has no step decoder")
-        self._engines[key] = decoder
-        return decoder
+        raise ModelError(f"engine {engine!r} has no step decoder")
 
     # -- translation ----------------------------------------------------------------------
     def translate(
