@@ -161,7 +161,8 @@ class MemoryAligner:
         if mode == "auto":
             current = len(segments) - len(stale)
             mostly_stale = len(stale) * 2 > len(segments)
-            mode = "full" if mostly_stale or current < self.options.min_prior_pairs else "stale"
+            thin = current < self.options.min_prior_pairs
+            mode = "full" if stale and (mostly_stale or thin) else "stale"
         if mode == "stale" and not stale:
             return AlignReport(memory.name, "none", 0, time.perf_counter() - started)
         if mode == "full":
