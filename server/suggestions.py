@@ -70,9 +70,10 @@ def suggest(
         pieces = collect_pieces(translator, sources, mt_options)
         hits = [p.matches if p is not None else [] for p in pieces]
         results = translator.translate(sources, mt_options, pieces=pieces)
-        translations = list(translations_json(translator, results, store, names))
-        for i, translation in enumerate(translations):
-            stage_ms[i] = _stage_timings(pieces[i], translation.pop("timings_ms"))
+        shaped = translations_json(translator, results, store, names)
+        for i, one in enumerate(shaped):
+            stage_ms[i] = _stage_timings(pieces[i], one.pop("timings_ms"))
+        translations = list(shaped)
     else:
         hits = []
         for i, source in enumerate(sources):

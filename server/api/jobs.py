@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from typing import Any
+from typing import IO, Any, cast
 
 from flask import Blueprint, Response, jsonify, request, stream_with_context, url_for
 
@@ -73,7 +73,8 @@ def _import_tmx(
     memory = store.get_memory(memory_name)
     with open(upload, "rb") as raw:
         reader_file = CountingReader(raw, "upload.tmx")
-        reader = read_tmx(reader_file, memory.source_lang, memory.target_lang)
+        # read_tmx only calls read(), which CountingReader provides.
+        reader = read_tmx(cast(IO[bytes], reader_file), memory.source_lang, memory.target_lang)
         report = store.import_records(memory, progress.records(reader, reader_file, size))
     progress.phase("aligning")
     aligned = analyse_memory(svc, memory)
