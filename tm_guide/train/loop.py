@@ -11,6 +11,7 @@ import time
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -72,7 +73,8 @@ def keep_start_embedding_zero(model: MarianMTModel, pad_id: int) -> None:
     Why: the decoder starts from <pad>, and CTranslate2 starts Marian decoders from a zero
     embedding; the tied output projection would otherwise move that row during training.
     """
-    model.get_input_embeddings().weight[pad_id].zero_()
+    embedding: torch.nn.Embedding = model.get_input_embeddings()
+    embedding.weight[pad_id].zero_()
 
 
 def learning_rate(options: TrainOptions, step: int) -> float:
@@ -213,7 +215,9 @@ def run(options: TrainOptions) -> dict:
         model.parameters(), lr=options.peak_lr, betas=(0.9, 0.98), eps=1e-9, weight_decay=0.0
     )
     checkpoints = Checkpoints(options.run_dir / "checkpoints", options.average_last)
-    state = {"step": 0, "epoch": 0, "position": 0, "tokens": 0, "train_seconds": 0.0}
+    state: dict[str, Any] = {
+        "step": 0, "epoch": 0, "position": 0, "tokens": 0, "train_seconds": 0.0
+    }  # fmt: skip
     if options.resume and (saved := checkpoints.latest()) is not None:
         model.load_state_dict(saved["model"])
         optimizer.load_state_dict(saved["optimizer"])
