@@ -11,7 +11,7 @@ import time
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
@@ -73,7 +73,7 @@ def keep_start_embedding_zero(model: MarianMTModel, pad_id: int) -> None:
     Why: the decoder starts from <pad>, and CTranslate2 starts Marian decoders from a zero
     embedding; the tied output projection would otherwise move that row during training.
     """
-    embedding: torch.nn.Embedding = model.get_input_embeddings()
+    embedding = cast(torch.nn.Embedding, model.get_input_embeddings())
     embedding.weight[pad_id].zero_()
 
 
