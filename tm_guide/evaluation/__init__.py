@@ -1,1 +1,1 @@
-"""Evaluation of guided vs unguided translation: the analyses of the paper's section 4 on our data."""
+"""Evaluation of guided vs unguided translation: the analyses of the paper's section 4."""

@@ -1,0 +1,221 @@
+"""From system outputs to the numbers of every table: pure, so it is tested without a model.
+
+The runner (decoding, retrieval, timing) fills a `RunData`; `build_results` turns it into the
+dictionary that is written as results.json and rendered as the report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from tm_guide.evaluation.ngram_counts import (
+    PAPER_GAMMAS,
+    bleu_tokenizer,
+    correct_ngrams,
+    count_gamma,
+    occurrences,
+)
+from tm_guide.evaluation.options import EvalOptions
+from tm_guide.evaluation.scoring import corpus_score, metric_signatures, paired_bootstrap, subset
+from tm_guide.evaluation.signature import machine, package_versions
+from tm_guide.evaluation.similarity import mean_similarity, median_split, similarity_histogram
+from tm_guide.evaluation.testset import TestSet
+
+# Systems compared on the test set, in report order; "unguided" is the baseline of the tests.
+TEST_SYSTEMS: tuple[str, ...] = ("unguided", "guided", "binary_reward", "best_match")
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    """One retrieval size M of Figures 4-6; times are seconds per sentence."""
+
+    m: int
+    hypotheses: list[str]
+    retrieval: float
+    pieces: float
+    guided_decoding: float
+
+
+@dataclass(frozen=True)
+class EngineTiming:
+    """Table 8 for one engine: mean seconds per sentence of each stage (None: not measured)."""
+
+    engine: str
+    base_decoding: float | None
+    retrieval: float | None
+    pieces: float | None
+    guided_decoding: float | None
+    sentences: int
+
+
+@dataclass
+class RunData:
+    """Everything the runner measured, before any scoring."""
+
+    options: EvalOptions
+    command: str
+    test: TestSet
+    test_total: int
+    test_outputs: dict[str, list[str]]
+    similarities: list[float]
+    best_lambda: float
+    lambda_choice: str
+    tm_targets: Callable[[], Iterable[str]]
+    tm_info: dict[str, Any]
+    model_info: dict[str, Any]
+    dev: TestSet | None = None
+    dev_total: int = 0
+    dev_outputs: dict[str, list[str]] = field(default_factory=dict)
+    dev_guided: dict[float, list[str]] = field(default_factory=dict)
+    sweep: list[SweepPoint] = field(default_factory=list)
+    timings: list[EngineTiming] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _scores(outputs: dict[str, list[str]], references: list[str]) -> dict[str, dict[str, Any]]:
+    return {
+        key: corpus_score(outputs[key], references).to_dict()
+        for key in TEST_SYSTEMS
+        if key in outputs
+    }
+
+
+def _set_info(data: TestSet, path: Any, total: int) -> dict[str, Any]:
+    return {"name": data.name, "path": str(path), "sentences": len(data), "total": total}
+
+
+def build_results(run: RunData, progress: bool = False) -> dict[str, Any]:
+    """Score every system, split, count and tabulate; returns a JSON-ready dictionary."""
+    options = run.options
+    refs = run.test.references
+    for key, hyps in run.test_outputs.items():
+        if len(hyps) != len(refs):
+            raise ValueError(f"system {key!r}: {len(hyps)} outputs for {len(refs)} test sentences")
+    if len(run.similarities) != len(refs):
+        raise ValueError(f"{len(run.similarities)} similarities for {len(refs)} test sentences")
+
+    results: dict[str, Any] = {
+        "command": run.command,
+        "options": options.to_dict(),
+        "best_lambda": run.best_lambda,
+        "lambda_choice": run.lambda_choice,
+        "notes": list(run.notes),
+        "data": {
+            "test": _set_info(run.test, options.test, run.test_total),
+            "dev": _set_info(run.dev, options.dev, run.dev_total) if run.dev else None,
+            "tm": run.tm_info,
+        },
+    }
+
+    # Tables 2, 3 and 6.
+    results["test"] = _scores(run.test_outputs, refs)
+    if run.dev is not None and run.dev_outputs:
+        dev_refs = run.dev.references
+        results["dev_systems"] = _scores(run.dev_outputs, dev_refs)
+        results["dev"] = {
+            "unguided": corpus_score(run.dev_outputs["unguided"], dev_refs).to_dict(),
+            "guided": {
+                str(lam): corpus_score(hyps, dev_refs).to_dict()
+                for lam, hyps in sorted(run.dev_guided.items())
+            },
+        }
+    else:
+        results["dev_systems"] = None
+        results["dev"] = None
+
+    # Significance against the unguided output.
+    others = [(key, run.test_outputs[key]) for key in TEST_SYSTEMS[1:] if key in run.test_outputs]
+    boot, boot_signatures = paired_bootstrap(
+        ("unguided", run.test_outputs["unguided"]), others, refs, samples=options.bootstrap_samples
+    )
+    results["bootstrap"] = {
+        "results": [asdict(item) for item in boot],
+        "signatures": boot_signatures,
+    }
+
+    # Tables 4 and 5.
+    split = median_split(run.similarities)
+    ordered = sorted(run.similarities)
+    middle = len(ordered) // 2
+    median = (
+        (ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2)
+        if ordered
+        else 0.0
+    )
+    results["similarity"] = {
+        "whole": mean_similarity(run.similarities),
+        "high": mean_similarity([run.similarities[i] for i in split.high]),
+        "low": mean_similarity([run.similarities[i] for i in split.low]),
+        "median": median,
+        "sentences": {"whole": len(refs), "high": len(split.high), "low": len(split.low)},
+        "histogram": [asdict(row) for row in similarity_histogram(run.similarities)],
+    }
+    results["halves"] = {
+        half: {
+            key: corpus_score(subset(hyps, indices), subset(refs, indices)).bleu
+            for key, hyps in run.test_outputs.items()
+        }
+        for half, indices in (
+            ("whole", list(range(len(refs)))),
+            ("high", split.high),
+            ("low", split.low),
+        )
+    }
+
+    # Table 7.
+    tokenize = bleu_tokenizer()
+    correct = {
+        key: correct_ngrams(run.test_outputs[key], refs, tokenize) for key in ("unguided", "guided")
+    }
+    wanted = set().union(*correct["unguided"], *correct["guided"])
+    occur = occurrences(run.tm_targets(), wanted, tokenize, progress=progress)
+    results["count_gamma"] = {
+        "gammas": list(PAPER_GAMMAS),
+        **{
+            key: list(count_gamma(grams, occur, PAPER_GAMMAS).values())
+            for key, grams in correct.items()
+        },
+    }
+
+    # Table 8 and Figures 4-6.
+    main_engine = run.timings[0] if run.timings else None
+    results["timing"] = {
+        "base_decoding": main_engine.base_decoding if main_engine else None,
+        "engines": {t.engine: asdict(t) for t in run.timings},
+    }
+    results["m_sweep"] = [
+        {
+            "m": point.m,
+            "retrieval": point.retrieval,
+            "pieces": point.pieces,
+            "guided_decoding": point.guided_decoding,
+            **{
+                k: v
+                for k, v in corpus_score(point.hypotheses, refs).to_dict().items()
+                if k in ("bleu", "chrf")
+            },
+        }
+        for point in sorted(run.sweep, key=lambda p: p.m)
+    ]
+
+    results["signature"] = {
+        "model": run.model_info,
+        "tm": run.tm_info,
+        "options": options.to_dict(),
+        "packages": package_versions(),
+        "sacrebleu": {**metric_signatures(run.test_outputs["unguided"], refs), **boot_signatures},
+        "machine": machine(),
+    }
+    results["sentences"] = [
+        {
+            "line": line,
+            "source": run.test.sources[i],
+            "reference": refs[i],
+            "similarity": run.similarities[i],
+            **{key: hyps[i] for key, hyps in run.test_outputs.items()},
+        }
+        for i, line in enumerate(run.test.lines)
+    ]
+    return results
