@@ -22,6 +22,7 @@ from tqdm import tqdm
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+sys.path.append(str(HERE.parents[1]))  # the repository root, for tm_guide (TMX writer)
 
 from catalogues import CleaningOptions, clean_pairs, read_mo  # noqa: E402
 from debs import download, extract, iter_members  # noqa: E402
@@ -236,20 +237,15 @@ def read_tsv(path: Path) -> list[tuple[str, str]]:
 
 
 def write_tmx_if_available(path: Path, pairs: list[tuple[str, str]], target_lang: str) -> bool:
-    """Write the TM as TMX through tm_guide.formats when that module is present."""
+    """Write the TM as TMX through tm_guide.formats (skipped where tm_guide is not importable)."""
     try:
-        from tm_guide.formats import write_tmx  # type: ignore[attr-defined]
+        from tm_guide.formats import write_tmx
         from tm_guide.records import SegmentRecord
-    except ImportError:
-        return False
-    try:
-        records = [SegmentRecord(source=s, target=t) for s, t in pairs]  # type: ignore[call-arg]
-        with path.open("wb") as out:
-            write_tmx(out, records, source_lang="en", target_lang=target_lang)  # type: ignore[call-arg]
-    except TypeError as error:
+    except ImportError as error:
         print(f"TMX not written ({error}); the TSV files hold the same data")
-        path.unlink(missing_ok=True)
         return False
+    records = (SegmentRecord(source=s, target=t) for s, t in pairs)
+    write_tmx(path, source_lang="en", target_lang=target_lang, segments=records)
     return True
 
 
@@ -274,10 +270,15 @@ def build_help(lang: str, cache: Path, out: Path, options: SplitOptions, stats: 
         "segments": {name: len(getattr(split, name)) for name in ("tm", "dev", "test")},
         "tmx": write_tmx_if_available(folder / "tm.tmx", split.tm, lang),
     }
+    stats_file = folder / "stats.json"
     if stats:
         best = best_match_similarities([s for s, _ in split.test], [s for s, _ in split.tm])
         report["test_best_match_share"] = shares(best)
-    (folder / "stats.json").write_text(json.dumps(report, indent=2) + "\n")
+    elif stats_file.exists():  # same split as before: keep the shares measured then
+        previous = json.loads(stats_file.read_text())
+        if previous.get("segments") == report["segments"] and "test_best_match_share" in previous:
+            report["test_best_match_share"] = previous["test_best_match_share"]
+    stats_file.write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps(report, indent=2))
     return report
 
