@@ -216,8 +216,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
 
     print()
-    print(f"{'engine':<24}{'ms/sentence':>12}{'x native':>10}{'ms/batch':>12}{'x native':>10}"
-          f"{'agree':>8}")
+    print(
+        f"{'engine':<24}{'ms/sentence':>12}{'x native':>10}{'ms/batch':>12}{'x native':>10}"
+        f"{'agree':>8}"
+    )
     for name, single, batch, agree in rows:
         per_sentence = single / len(every) * 1000
         print(
