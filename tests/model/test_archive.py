@@ -24,6 +24,13 @@ def test_export_and_load_round_trip(
     result = export_bundle(ExportOptions(tiny_bundle.path, tmp_path / f"tiny{suffix}"))
     assert result.sha256 == sha256_file(result.archive)
     assert checksum_path(result.archive).read_text() == f"{result.sha256}  tiny{suffix}\n"
+    assert sorted(p.name for p in tmp_path.iterdir() if p != model_cache) == sorted(
+        [f"tiny{suffix}", f"tiny{suffix}.sha256"]
+    )
+    assert (
+        result.archive.stat().st_mode & 0o044
+        == checksum_path(result.archive).stat().st_mode & 0o044
+    )
 
     loaded = Bundle.load(result.archive, intra_threads=1)
     assert loaded.path.is_relative_to(model_cache)

@@ -59,9 +59,9 @@ def export_bundle(options: ExportOptions) -> ExportResult:
     output.parent.mkdir(parents=True, exist_ok=True)
     top = bundle.path.name
     names = [CARD_FILE, *sorted(bundle.card.files)]
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{output.name}.", dir=output.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
+    # Written beside the target and renamed at the end (no half archive under the real name);
+    # not mkstemp, whose 0600 mode would make the archive unreadable to others.
+    tmp = output.with_name(f".{output.name}.{os.getpid()}.partial")
     try:
         if fmt == "tar.gz":
             with tarfile.open(tmp, "w:gz") as tar:
