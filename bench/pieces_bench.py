@@ -114,7 +114,8 @@ def main() -> int:
             seen = {source for source, _ in pairs}
             wanted = args.segments + (0 if args.test else args.queries) - len(pairs)
             extra = [p for p in file_pairs(args.pad, 4 * wanted) if p[0] not in seen]
-            pairs += random.Random(args.seed).sample(extra, min(wanted, len(extra)))
+            args.padded = min(wanted, len(extra))
+            pairs += random.Random(args.seed).sample(extra, args.padded)
     else:
         pairs = synthetic_pairs(args.segments + args.queries, args.seed)
     rng = random.Random(args.seed)
@@ -149,8 +150,11 @@ def main() -> int:
             timings["retrieval+pieces"] = []
             timings["total"] = []
             pieces = []
+            timings["total (CPU time)"] = []
             for text in queries:
+                cpu = time.process_time()
                 result = builder.collect(text, [memory.id], options)
+                timings["total (CPU time)"].append((time.process_time() - cpu) * 1000)
                 for stage in STAGES:
                     timings[stage].append(result.timings[stage] * 1000)
                 timings["retrieval+pieces"].append(
@@ -174,7 +178,8 @@ def main() -> int:
     print(f"machine: {os.cpu_count()} CPUs, load average {load} (1/5/15 min)")
     origin = "synthetic"
     if args.tm:
-        origin = args.tm.name + (f" filled up from {args.pad.name}" if args.pad else "")
+        padded = getattr(args, "padded", 0)
+        origin = args.tm.name + (f" + {padded} pairs of {args.pad.name}" if padded else "")
     print(
         f"TM: {len(tm_pairs)} segments ({origin}), "
         f"tokenizer {tokenizer.tokenizer_id}, {len(queries)} queries"
