@@ -12,7 +12,7 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tm_guide.decoding.ct2_engine import CT2StepDecoder
@@ -208,9 +208,12 @@ class GuidedTranslator:
             rewards.append(reward or None)
 
         guided_ids = [i for i, r in enumerate(rewards) if r is not None and sources[i]]
-        native_ids = [i for i in range(len(sentences)) if i not in set(guided_ids) and sources[i]]
+        guided_set = set(guided_ids)
+        native_ids = [i for i in range(len(sentences)) if i not in guided_set and sources[i]]
         hypotheses: dict[int, Hypothesis] = {}
         search = options.search_options()
+        # The model's position table bounds the output; CTranslate2 fails the batch past it.
+        search = replace(search, max_length=self.bundle.decoding_length(search.max_length))
         for batch in _batches(guided_ids, sources, options.batch_size):
             started = clock()
             inputs = [self.bundle.source_input(sources[i]) for i in batch]
