@@ -136,7 +136,13 @@ def analyse_new_segments(services: Any, segments: Sequence[Any]) -> bool:
     except ModelError as exc:
         log.info("segments stored without alignment: %s", exc.message)
         return False
-    aligner.align_segments(segments)
+    try:
+        aligner.align_segments(segments)
+    except Exception:
+        # The segment is committed and indexed; failing the request now would tell the editor it
+        # was not. It stays unaligned ("aligned": false) until the piece builder meets it.
+        log.exception("aligning new segments %s failed", [s.id for s in segments])
+        return False
     return True
 
 
