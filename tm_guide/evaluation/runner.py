@@ -1,0 +1,280 @@
+"""Running the systems an evaluation compares: retrieval, pieces, unguided and guided decoding.
+
+Pieces are collected once per (sentence, M, reward variant) and handed to the translator, so the
+lambda grid and the engines reuse them and each stage is timed on its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from tm_guide.errors import InvalidInput
+from tm_guide.evaluation.analysis import EngineTiming, RunData, SweepPoint, build_results
+from tm_guide.evaluation.baseline import Candidate, best_match_target
+from tm_guide.evaluation.options import EvalOptions
+from tm_guide.evaluation.signature import model_checksum
+from tm_guide.evaluation.testset import TestSet, read_tsv
+
+EVAL_MEMORY = "eval-tm"
+
+
+@dataclass
+class CollectedPieces:
+    """Pieces of every sentence of a set at one M, with mean seconds per sentence per stage."""
+
+    pieces: list[Any]
+    retrieval: float
+    pieces_time: float
+
+
+@contextlib.contextmanager
+def open_tm(options: EvalOptions, bundle: Any) -> Iterator[tuple[Any, Any]]:
+    """(store, memory): an existing memory, or a TSV imported and aligned into a throwaway store."""
+    from tm_guide.pieces.align import MemoryAligner
+    from tm_guide.store import Store
+
+    tm_path = Path(options.tm)
+    if tm_path.suffix.lower() == ".tsv" and tm_path.is_file():
+        from tm_guide.formats.parallel import read_tsv as read_tm_tsv
+
+        with tempfile.TemporaryDirectory(prefix="tm-guide-eval-") as tmp:
+            store = Store.open(f"sqlite:///{tmp}/tm.sqlite", index_dir=Path(tmp) / "index")
+            try:
+                card = bundle.card
+                memory = store.create_memory(EVAL_MEMORY, card.source_lang, card.target_lang)
+                records = read_tm_tsv(tm_path, card.source_lang, card.target_lang)
+                store.import_records(memory, records, progress=options.progress)
+                MemoryAligner(store, bundle).align_memory(
+                    store.get_memory(memory.id), mode="full", progress=options.progress
+                )
+                yield store, store.get_memory(memory.id)
+            finally:
+                store.close()
+        return
+    if options.db_url is None:
+        raise InvalidInput(
+            f"--tm {options.tm!r} is not a .tsv file, so it names a memory: give --db too",
+            field="tm",
+        )
+    store = Store.open(options.db_url)
+    try:
+        memory = store.get_memory(options.tm)
+        MemoryAligner(store, bundle).align_memory(memory, mode="stale", progress=options.progress)
+        yield store, store.get_memory(memory.id)
+    finally:
+        store.close()
+
+
+def _load_set(path: Path, options: EvalOptions) -> tuple[TestSet, int]:
+    data = read_tsv(path)
+    return data.sample(options.limit, options.seed), len(data)
+
+
+class Runner:
+    """Holds the translator and the base decoding options for one evaluation."""
+
+    def __init__(self, options: EvalOptions, translator: Any, memory_id: int) -> None:
+        from tm_guide.decoding.translator import TranslateOptions
+
+        self.options = options
+        self.translator = translator
+        self.base = TranslateOptions(
+            engine=options.engines[0],
+            device=options.device,
+            beam_size=options.beam_size,
+            batch_size=options.batch_size,
+            m=options.m,
+            memory_ids=(memory_id,),
+        )
+
+    def collect(self, data: TestSet, m: int, binary: bool = False) -> CollectedPieces:
+        options = replace(self.base, m=m, binary_reward=binary)
+        clock = time.perf_counter
+        found, retrieval, total = [], 0.0, 0.0
+        label = f"{data.name}: pieces M={m}" + (" (1/0)" if binary else "")
+        for sentence in tqdm(data.sources, desc=label, disable=not self.options.progress):
+            tokens = self.translator.bundle.encode_source(sentence)
+            started = clock()
+            pieces = self.translator.collect_pieces(tokens, options)
+            total += clock() - started
+            retrieval += pieces.timings.get("retrieval", 0.0) if pieces is not None else 0.0
+            found.append(pieces)
+        n = max(len(data), 1)
+        return CollectedPieces(found, retrieval / n, max(total - retrieval, 0.0) / n)
+
+    def decode(
+        self,
+        sources: Sequence[str],
+        pieces: Sequence[Any],
+        lam: float,
+        engine: str | None = None,
+        desc: str = "",
+    ) -> tuple[list[str], float]:
+        """Translations and mean decoding seconds per sentence (lam 0: native beam search)."""
+        options = replace(self.base, lam=lam, engine=engine or self.base.engine)
+        outputs: list[str] = []
+        seconds = 0.0
+        step = self.options.batch_size
+        for start in tqdm(
+            range(0, len(sources), step), desc=desc, unit="batch", disable=not self.options.progress
+        ):
+            results = self.translator.translate(
+                list(sources[start : start + step]),
+                options,
+                pieces=list(pieces[start : start + step]),
+            )
+            outputs += [r.translation for r in results]
+            seconds += sum(r.timings.get("decoding", 0.0) for r in results)
+        return outputs, seconds / max(len(sources), 1)
+
+
+def best_match_outputs(pieces: Sequence[Any]) -> tuple[list[str], list[float]]:
+    """The best-match baseline and eq. 11 similarity of each sentence (0 when nothing was found)."""
+    targets, similarities = [], []
+    for found in pieces:
+        matches = list(found.matches) if found is not None else []
+        targets.append(
+            best_match_target([Candidate(m.similarity, m.segment.target) for m in matches])
+        )
+        similarities.append(max((m.similarity for m in matches), default=0.0))
+    return targets, similarities
+
+
+def run_evaluation(options: EvalOptions, command: str) -> dict[str, Any]:
+    """Run every system the report needs and return the results dictionary."""
+    from tm_guide.decoding.translator import GuidedTranslator
+    from tm_guide.model import Bundle
+
+    test, test_total = _load_set(options.test, options)
+    dev, dev_total = _load_set(options.dev, options) if options.dev else (None, 0)
+    bundle = Bundle.load(options.model, device=options.device)
+    notes: list[str] = []
+    if options.limit is not None:
+        notes.append(
+            f"Sample: {len(test)} of {test_total} test sentences"
+            + (f" and {len(dev)} of {dev_total} dev sentences" if dev else "")
+            + f" (seeded, seed {options.seed}); scores on a sample differ from the full set."
+        )
+    with open_tm(options, bundle) as (store, memory):
+        translator = GuidedTranslator(bundle, store)
+        runner = Runner(options, translator, memory.id)
+        engine = options.engines[0]
+
+        dev_outputs: dict[str, list[str]] = {}
+        dev_guided: dict[float, list[str]] = {}
+        if dev is not None:
+            dev_pieces = runner.collect(dev, options.m)
+            dev_outputs["unguided"], _ = runner.decode(
+                dev.sources, dev_pieces.pieces, 0.0, desc="dev: unguided"
+            )
+            for lam in options.lambdas:
+                dev_guided[lam], _ = runner.decode(
+                    dev.sources, dev_pieces.pieces, lam, desc=f"dev: lambda {lam}"
+                )
+            from tm_guide.evaluation.scoring import corpus_score
+
+            best_lambda = max(
+                options.lambdas,
+                key=lambda lam: (corpus_score(dev_guided[lam], dev.references).bleu, -lam),
+            )
+            lambda_choice = "tuned on dev by BLEU"
+            dev_outputs["guided"] = dev_guided[best_lambda]
+            dev_binary = runner.collect(dev, options.m, binary=True)
+            dev_outputs["binary_reward"], _ = runner.decode(
+                dev.sources, dev_binary.pieces, best_lambda, desc="dev: 1/0 reward"
+            )
+        else:
+            best_lambda = options.lambdas[0]
+            lambda_choice = "no dev set: first lambda given"
+
+        main = runner.collect(test, options.m)
+        unguided, base_time = runner.decode(test.sources, main.pieces, 0.0, desc="test: unguided")
+        guided, guided_time = runner.decode(
+            test.sources, main.pieces, best_lambda, desc="test: guided"
+        )
+        binary = runner.collect(test, options.m, binary=True)
+        binary_out, _ = runner.decode(test.sources, binary.pieces, best_lambda, desc="test: 1/0")
+        best_match, similarities = best_match_outputs(main.pieces)
+
+        sweep = []
+        for m in options.m_values:
+            if m == options.m:
+                sweep.append(SweepPoint(m, guided, main.retrieval, main.pieces_time, guided_time))
+                continue
+            point = runner.collect(test, m)
+            hyps, seconds = runner.decode(
+                test.sources, point.pieces, best_lambda, desc=f"test: M={m}"
+            )
+            sweep.append(SweepPoint(m, hyps, point.retrieval, point.pieces_time, seconds))
+
+        timings = [
+            EngineTiming(
+                engine, base_time, main.retrieval, main.pieces_time, guided_time, len(test)
+            )
+        ]
+        count = min(options.timing_limit, len(test))
+        for other in options.engines[1:]:
+            if count == 0:
+                break
+            sources, pieces = test.sources[:count], main.pieces[:count]
+            _, seconds = runner.decode(
+                sources, pieces, best_lambda, engine=other, desc=f"timing: {other}"
+            )
+            _, base_seconds = runner.decode(sources, pieces, 0.0, desc="timing: unguided")
+            timings.append(
+                EngineTiming(other, base_seconds, main.retrieval, main.pieces_time, seconds, count)
+            )
+
+        tm_info = {
+            "name": memory.name if Path(options.tm).suffix != ".tsv" else options.tm,
+            "segments": memory.segment_count,
+            "revision": memory.revision,
+        }
+        card = bundle.card
+        model_info = {
+            "name": card.name,
+            "path": str(options.model),
+            "checksum": model_checksum(card.files),
+            "files": dict(card.files),
+            "quantization": card.quantization,
+            "architecture": card.architecture,
+            "card_metrics": {
+                "bleu": card.metrics.bleu,
+                "chrf": card.metrics.chrf,
+                "test_set": card.metrics.test_set,
+            },
+        }
+        run = RunData(
+            options=options,
+            command=command,
+            test=test,
+            test_total=test_total,
+            test_outputs={
+                "unguided": unguided,
+                "guided": guided,
+                "binary_reward": binary_out,
+                "best_match": best_match,
+            },
+            similarities=similarities,
+            best_lambda=best_lambda,
+            lambda_choice=lambda_choice,
+            tm_targets=lambda: (segment.target for segment in store.iter_segments(memory)),
+            tm_info=tm_info,
+            model_info=model_info,
+            dev=dev,
+            dev_total=dev_total,
+            dev_outputs=dev_outputs,
+            dev_guided=dev_guided,
+            sweep=sweep,
+            timings=timings,
+            notes=notes,
+        )
+        return build_results(run, progress=options.progress)
