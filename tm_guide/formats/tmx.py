@@ -112,6 +112,9 @@ class _TmxParser:
     def records(self) -> Iterator[SegmentRecord]:
         seen_root = False
         seen_header = False
+        # libxml2's error log is per thread and iterparse does not reset it: without this, an
+        # earlier parse's error would be reported as this file's location.
+        etree.clear_error_log()
         try:
             context = etree.iterparse(
                 self.source,

@@ -8,6 +8,8 @@ batch are picked without a pass over the whole table.
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -108,8 +110,10 @@ class AlignmentPriors:
 
     def save(self, path: Path) -> None:
         """eflomal's priors text format (`eflomal-makepriors`) after a line with the pair count."""
-        tmp = path.with_name(path.name + ".tmp")
-        with open(tmp, "w", encoding="utf-8") as out:
+        # A unique temporary name: concurrent writers (server threads, workers) must not share one.
+        fd, tmp_name = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+        tmp = Path(tmp_name)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
             print(f"#PAIRS\t{self.pairs}", file=out)
             lex = Counter({(s, t): a for entries in self.lexical.values() for s, t, a in entries})
             ferf = Counter(
