@@ -86,6 +86,16 @@ def get_field(
     return value
 
 
+def reject_unknown(obj: dict[str, Any], allowed: frozenset[str], *, path: str = "") -> None:
+    """A misspelt or misplaced field is an error, not silently ignored."""
+    unknown = sorted(set(obj) - allowed)
+    if unknown:
+        where = f"{path}{unknown[0]}"
+        raise InvalidInput(
+            f"unknown field '{where}'; expected one of: {', '.join(sorted(allowed))}", field=where
+        )
+
+
 def in_range(value: float, low: float, high: float, where: str) -> float:
     if not low <= value <= high:
         raise InvalidInput(

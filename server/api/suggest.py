@@ -10,15 +10,34 @@ from server.api.common import services
 from server.auth import current_principal, require
 from server.suggestions import MemoryChoice, SegmentQuery, SuggestOptions, suggest
 from server.translation import MTOptions
-from server.validation import get_field, in_range, json_body, text_field
+from server.validation import get_field, in_range, json_body, reject_unknown, text_field
 from tm_guide.errors import InvalidInput
 
 blueprint = Blueprint("suggest", __name__, url_prefix="/v1")
+
+BODY_FIELDS = frozenset(
+    {"source", "context", "segments", "memories", "source_lang", "target_lang", "options"}
+)
+SEGMENT_FIELDS = frozenset({"source", "context"})
+OPTION_FIELDS = frozenset(
+    {
+        "translate",
+        "unguided",
+        "m",
+        "lambda",
+        "beam_size",
+        "min_similarity",
+        "binary_reward",
+        "min_match",
+        "max_matches",
+    }
+)
 
 
 @blueprint.post("/suggest")
 def suggest_view() -> Response:
     body = json_body()
+    reject_unknown(body, BODY_FIELDS)
     queries = _queries(body)
     options = _options(body)
     for choice in options.memories:
@@ -55,6 +74,7 @@ def _queries(body: dict[str, Any]) -> list[SegmentQuery]:
             raise InvalidInput(
                 f"field 'segments[{i}]' must be an object or a string", field=f"segments[{i}]"
             )
+        reject_unknown(item, SEGMENT_FIELDS, path=path)
         queries.append(
             SegmentQuery(
                 text_field(item, "source", limits.max_segment_chars, path=path) or "",
@@ -114,6 +134,7 @@ def _options(body: dict[str, Any]) -> SuggestOptions:
     limits = services().config.limits
     opts = get_field(body, "options", dict, default={})
     path = "options."
+    reject_unknown(opts, OPTION_FIELDS, path=path)
     m = get_field(opts, "m", int, path=path, default=10)
     min_match = get_field(opts, "min_match", int, path=path, default=50)
     max_matches = get_field(opts, "max_matches", int, path=path, default=5)

@@ -171,6 +171,12 @@ def test_bad_inputs_get_json_errors_naming_the_problem(client: Client) -> None:
         "/v1/suggest", {"source": "x", "memories": ["docs"], "options": {"beam_size": "5"}}
     )
     assert option.status == 400 and option.json["field"] == "options.beam_size"
+    misplaced = client.post("/v1/suggest", {"source": "x", "memories": ["docs"], "unguided": True})
+    assert misplaced.status == 400 and misplaced.json["field"] == "unguided"
+    misspelt = client.post(
+        "/v1/suggest", {"source": "x", "memories": ["docs"], "options": {"lamda": 1.0}}
+    )
+    assert misspelt.status == 400 and misspelt.json["field"] == "options.lamda"
 
     assert client.post("/v1/memories/nope/segments", {"source": "a", "target": "b"}).status == 404
     unknown = client.post(
