@@ -27,6 +27,9 @@ class MTOptions:
 
 # The fast exact engine when PyTorch is installed, else the exact CTranslate2 one.
 ENGINE = "auto"
+# Suggestions stop at twice the source length (+10 tokens): an editor never wants more, and a
+# runaway hypothesis would otherwise hold a worker for all max_length steps.
+MAX_LENGTH_RATIO = 2.0
 
 
 def load_translator(config: Any, bundle: Any, store: Any, aligner: Any) -> Any:
@@ -49,6 +52,7 @@ def translate_options(options: MTOptions, m: int, memory_ids: Sequence[int]) -> 
         "binary_reward": options.binary_reward,
         "return_unguided": options.unguided,
         "memory_ids": tuple(memory_ids),
+        "max_length_ratio": MAX_LENGTH_RATIO,
     }
     if options.lam is not None:
         chosen["lam"] = options.lam

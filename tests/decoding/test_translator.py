@@ -88,3 +88,30 @@ def test_bad_options_are_refused_with_the_field_named():
     with pytest.raises(InvalidInput) as error:
         TranslateOptions(beam_size=0)
     assert error.value.field == "beam_size"
+
+
+@pytest.mark.parametrize("engine", ["ct2", "native"])
+def test_max_length_ratio_caps_output_at_the_source_length(store_and_memory, tiny_bundle, engine):  # type: ignore[no-untyped-def]
+    store, memory = store_and_memory
+    translator = GuidedTranslator(tiny_bundle, store)
+    sentence = "Save the document."
+    lam = 0.0 if engine == "native" else 5.0
+    options = TranslateOptions(
+        memory_ids=(memory.id,),
+        engine="ct2",
+        lam=lam,
+        beam_size=2,
+        max_length=200,
+        max_length_ratio=0.5,
+        max_length_margin=1,
+    )
+    source = tiny_bundle.source_input(tiny_bundle.encode_source(sentence))
+    cap = -(-len(source) // 2) + 1  # ceil(0.5 * length) + margin
+    [result] = translator.translate([sentence], options)
+    assert result.guided == (engine != "native")
+    assert 1 <= len(result.tokens) <= cap
+    if engine == "native":  # the cap is CTranslate2's max_decoding_length, nothing else
+        [output] = tiny_bundle.translator.translate_batch(
+            [source], beam_size=2, max_decoding_length=cap
+        )
+        assert result.tokens == output.hypotheses[0]

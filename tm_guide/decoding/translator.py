@@ -9,6 +9,7 @@ that case anyway, so nothing is lost by skipping it.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Sequence
@@ -43,6 +44,10 @@ class TranslateOptions:
     min_similarity: float = 0.0
     binary_reward: bool = False
     max_length: int = 256
+    # Cap the output at max_length_ratio * longest source of the batch + max_length_margin
+    # (0 = no cap): a weak model's runaway outputs otherwise decode all max_length steps.
+    max_length_ratio: float = 0.0
+    max_length_margin: int = 10
     min_length: int = 1
     length_penalty: float = 1.0
     batch_size: int = 32
@@ -63,6 +68,10 @@ class TranslateOptions:
                 raise InvalidInput(f"{name} must be at least 1", field=name)
         if self.lam < 0:
             raise InvalidInput("lam must be >= 0", field="lam")
+        if self.max_length_ratio < 0 or self.max_length_margin < 0:
+            raise InvalidInput(
+                "max_length_ratio and max_length_margin must be >= 0", field="max_length_ratio"
+            )
         if self.rerank_width < 0 or self.threads < 0:
             raise InvalidInput("rerank_width and threads must be >= 0", field="rerank_width")
 
@@ -218,18 +227,19 @@ class GuidedTranslator:
             started = clock()
             inputs = [self.bundle.source_input(sources[i]) for i in batch]
             batch_rewards = [rewards[i] for i in batch]
+            batch_search = _capped(search, options, inputs)
             if engine == "rerank":
                 found = rerank_search(
                     self.bundle.translator,
                     inputs,
-                    search,
+                    batch_search,
                     batch_rewards,
                     self.token_to_id,
                     width=options.rerank_width or None,
                 )
             else:
                 found = beam_search(
-                    self.step_decoder(engine, options), inputs, search, batch_rewards
+                    self.step_decoder(engine, options), inputs, batch_search, batch_rewards
                 )
             share = (clock() - started) / len(batch)
             for i, best in zip(batch, found, strict=True):
@@ -239,9 +249,8 @@ class GuidedTranslator:
         wanted_unguided = native_ids + (guided_ids if options.return_unguided else [])
         for batch in _batches(sorted(wanted_unguided), sources, options.batch_size):
             started = clock()
-            native = self.native_search(
-                [self.bundle.source_input(sources[i]) for i in batch], search
-            )
+            inputs = [self.bundle.source_input(sources[i]) for i in batch]
+            native = self.native_search(inputs, _capped(search, options, inputs))
             share = (clock() - started) / len(batch)
             for i, top in zip(batch, native, strict=True):
                 unguided[i] = top
@@ -307,6 +316,19 @@ class GuidedTranslator:
             score = output.scores[0]
             result.append(Hypothesis(ids, score, score * norm, 0.0, length, score))
         return result
+
+
+def _capped(
+    search: SearchOptions, options: TranslateOptions, inputs: Sequence[Sequence[str]]
+) -> SearchOptions:
+    """The batch's max_length under options.max_length_ratio (one value per batch, as
+    CTranslate2's max_decoding_length is per batch)."""
+    if options.max_length_ratio <= 0 or not inputs:
+        return search
+    longest = max(len(x) for x in inputs)
+    cap = math.ceil(options.max_length_ratio * longest) + options.max_length_margin
+    cap = max(cap, search.min_length, 1)
+    return replace(search, max_length=min(search.max_length, cap))
 
 
 def matched_pieces(tokens: Sequence[str], pieces: Any) -> list[MatchedPiece]:
