@@ -17,7 +17,7 @@ from tm_guide.evaluation.ngram_counts import (
     count_gamma,
     occurrences,
 )
-from tm_guide.evaluation.options import EvalOptions
+from tm_guide.evaluation.options import EvalOptions, display_path
 from tm_guide.evaluation.scoring import corpus_score, metric_signatures, paired_bootstrap, subset
 from tm_guide.evaluation.signature import machine, package_versions
 from tm_guide.evaluation.similarity import mean_similarity, median_split, similarity_histogram
@@ -83,7 +83,12 @@ def _scores(outputs: dict[str, list[str]], references: list[str]) -> dict[str, d
 
 
 def _set_info(data: TestSet, path: Any, total: int) -> dict[str, Any]:
-    return {"name": data.name, "path": str(path), "sentences": len(data), "total": total}
+    return {
+        "name": data.name,
+        "path": display_path(path) if path is not None else None,
+        "sentences": len(data),
+        "total": total,
+    }
 
 
 def build_results(run: RunData, progress: bool = False) -> dict[str, Any]:

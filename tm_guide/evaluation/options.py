@@ -67,8 +67,16 @@ class EvalOptions:
         data = asdict(self)
         for key, value in data.items():
             if isinstance(value, Path):
-                data[key] = str(value)
+                data[key] = display_path(value)
             elif isinstance(value, tuple):
                 data[key] = list(value)
         data.pop("progress")
         return data
+
+
+def display_path(path: Path) -> str:
+    """A path as a report shows it: relative to the working directory when inside it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)

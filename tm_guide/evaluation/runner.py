@@ -19,7 +19,7 @@ from tqdm import tqdm
 from tm_guide.errors import InvalidInput
 from tm_guide.evaluation.analysis import EngineTiming, RunData, SweepPoint, build_results
 from tm_guide.evaluation.baseline import Candidate, best_match_target
-from tm_guide.evaluation.options import EvalOptions
+from tm_guide.evaluation.options import EvalOptions, display_path
 from tm_guide.evaluation.signature import model_checksum
 from tm_guide.evaluation.testset import TestSet, read_tsv
 
@@ -241,7 +241,7 @@ def run_evaluation(options: EvalOptions, command: str) -> dict[str, Any]:
         card = bundle.card
         model_info = {
             "name": card.name,
-            "path": str(options.model),
+            "path": display_path(options.model),
             "checksum": model_checksum(card.files),
             "files": dict(card.files),
             "quantization": card.quantization,

@@ -80,8 +80,10 @@ def paired_bootstrap(
     previous = os.environ.get("SACREBLEU_SEED")
     os.environ["SACREBLEU_SEED"] = str(BOOTSTRAP_SEED)  # PairedTest reads its seed from here only
     try:
+        named: list[tuple[str, Sequence[str]]] = [(baseline[0], list(baseline[1]))]
+        named += [(name, list(hyps)) for name, hyps in systems]
         test = PairedTest(
-            [(baseline[0], list(baseline[1]))] + [(name, list(hyps)) for name, hyps in systems],
+            named,
             {"BLEU": BLEU(), "chrF": CHRF()},
             references=[list(references)],
             test_type="bs",
@@ -99,6 +101,7 @@ def paired_bootstrap(
         if metric == "System":
             continue
         for name, result in zip(names, column, strict=True):
+            assert not isinstance(result, str)  # only the System column holds names
             results.append(
                 BootstrapResult(
                     system=str(name),
