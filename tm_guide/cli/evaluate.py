@@ -66,6 +66,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--device", default="cpu", choices=("cpu", "cuda", "auto"))
     parser.add_argument("--beam-size", type=int, default=5)
     parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument(
+        "--max-length-ratio",
+        type=float,
+        default=2.0,
+        help="stop outputs at RATIO x source length + 10 tokens, guided and unguided (0 = no cap)",
+    )
     parser.add_argument("--limit", type=int, help="seeded random sample of N sentences per set")
     parser.add_argument(
         "--timing-limit",
@@ -98,6 +104,7 @@ def handle(args: argparse.Namespace) -> int:
         device=args.device,
         beam_size=args.beam_size,
         batch_size=args.batch_size,
+        max_length_ratio=args.max_length_ratio,
         limit=args.limit,
         timing_limit=args.timing_limit,
         seed=args.seed,

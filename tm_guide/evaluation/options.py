@@ -42,6 +42,8 @@ class EvalOptions:
     device: str = "cpu"
     beam_size: int = 5
     batch_size: int = 32
+    # Output cap for guided and unguided alike (see TranslateOptions.max_length_ratio); 0 = none.
+    max_length_ratio: float = 2.0
     limit: int | None = None
     timing_limit: int = 50
     seed: int = 1

@@ -91,6 +91,7 @@ class Runner:
             device=options.device,
             beam_size=options.beam_size,
             batch_size=options.batch_size,
+            max_length_ratio=options.max_length_ratio,
             m=options.m,
             memory_ids=(memory_id,),
         )
