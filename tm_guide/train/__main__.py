@@ -51,6 +51,12 @@ def parse_args(argv: list[str] | None) -> TrainOptions:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--resume", action="store_true")
+    parser.add_argument(
+        "--init-from",
+        type=Path,
+        metavar="BUNDLE",
+        help="start from a bundle's weights and SentencePiece model (same shape options)",
+    )
     args = parser.parse_args(argv)
     return TrainOptions(
         train_tsv=args.train,
@@ -69,6 +75,7 @@ def parse_args(argv: list[str] | None) -> TrainOptions:
         checkpoint_minutes=args.checkpoint_every,
         export_minutes=args.export_every,
         resume=args.resume,
+        init_from=args.init_from,
     )
 
 

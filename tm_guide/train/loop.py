@@ -6,6 +6,7 @@ import json
 import logging
 import math
 import random
+import shutil
 import signal
 import time
 from dataclasses import asdict
@@ -17,10 +18,14 @@ import torch
 import torch.nn.functional as F
 from transformers import MarianConfig, MarianMTModel
 
+from tm_guide.errors import ModelError
+from tm_guide.model.bundle import read_vocabularies
+from tm_guide.model.card import ModelCard
 from tm_guide.train.batches import Example, encode_pairs, iterate, make_batches
 from tm_guide.train.export import export_bundle
 from tm_guide.train.options import TrainOptions
 from tm_guide.train.vocab import EOS_ID, train_joint_spm, vocabulary
+from tm_guide.train.warm_start import load_bundle_weights
 
 log = logging.getLogger("tm_guide.train")
 
@@ -77,12 +82,18 @@ def keep_start_embedding_zero(model: MarianMTModel, pad_id: int) -> None:
     embedding.weight[pad_id].zero_()
 
 
-def learning_rate(options: TrainOptions, step: int) -> float:
-    """Linear warmup, then inverse square root decay."""
-    step = max(step, 1)
-    return options.peak_lr * min(
-        step / options.warmup_steps, math.sqrt(options.warmup_steps / step)
+def learning_rate(options: TrainOptions, step: int, start_step: int = 0) -> float:
+    """Linear warmup, then inverse square root decay.
+
+    A run warm-started at start_step continues the decay where the earlier run left it, ramped
+    up again over rewarm_steps because its optimizer moments start from zero.
+    """
+    rate = options.peak_lr * min(
+        max(step, 1) / options.warmup_steps, math.sqrt(options.warmup_steps / max(step, 1))
     )
+    if start_step and step - start_step < options.rewarm_steps:
+        rate *= max(step - start_step, 1) / options.rewarm_steps
+    return rate
 
 
 def loss_of(model, batch, label_smoothing: float) -> tuple[torch.Tensor, int]:
@@ -189,6 +200,12 @@ def run(options: TrainOptions) -> dict:
         "data: %d train, %d dev, %d test pairs", len(train_pairs), len(dev_pairs), len(test_pairs)
     )
     spm_prefix = options.run_dir / "spm"
+    start_card = None
+    if options.init_from is not None:
+        start_card = ModelCard.read(options.init_from)
+        if not spm_prefix.with_suffix(".model").exists():
+            spm_prefix.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(options.init_from / "source.spm", spm_prefix.with_suffix(".model"))
     processor = train_joint_spm(
         [text for pair in train_pairs for text in pair],
         spm_prefix,
@@ -198,6 +215,12 @@ def run(options: TrainOptions) -> dict:
     spm_file = spm_prefix.with_suffix(".model")
     pieces = vocabulary(processor)
     pad_id = len(pieces) - 1
+    if options.init_from is not None:
+        bundle_vocabulary = read_vocabularies(options.init_from).target
+        if bundle_vocabulary != pieces[:-1]:
+            raise ModelError(
+                f"{options.init_from}: its vocabulary is not the one of {spm_prefix}.model"
+            )
     train = encode_pairs(processor, train_pairs, options.shape.max_length)
     dev = encode_pairs(processor, dev_pairs, options.shape.max_length)
     epoch_tokens = sum(len(e.target) for e in train)
@@ -218,7 +241,23 @@ def run(options: TrainOptions) -> dict:
     state: dict[str, Any] = {
         "step": 0, "epoch": 0, "position": 0, "tokens": 0, "train_seconds": 0.0
     }  # fmt: skip
-    if options.resume and (saved := checkpoints.latest()) is not None:
+    saved = checkpoints.latest() if options.resume else None
+    if saved is None and options.init_from is not None and start_card is not None:
+        load_bundle_weights(model, options.init_from, options.shape.layers)
+        keep_start_embedding_zero(model, pad_id)
+        earlier = start_card.training_data or {}
+        state["step"] = int(earlier.get("steps", 0))
+        state["tokens"] = int(earlier.get("target_tokens_seen", 0))
+        state["train_seconds"] = float(earlier.get("training_hours", 0.0)) * 3600
+        state["epoch"] = int(state["tokens"] / max(epoch_tokens, 1))
+        log.info(
+            "warm start from %s (step %d, dev loss %.3f)",
+            options.init_from,
+            state["step"],
+            dev_loss(model, dev, pad_id),
+        )
+    state["start_step"] = state.get("start_step", state["step"] if options.init_from else 0)
+    if saved is not None:
         model.load_state_dict(saved["model"])
         optimizer.load_state_dict(saved["optimizer"])
         state = saved["progress"]
@@ -265,7 +304,7 @@ def run(options: TrainOptions) -> dict:
         for position, batch in iterate(train, batches, state["position"], pad_id):
             step_start = time.monotonic()
             for group in optimizer.param_groups:
-                group["lr"] = learning_rate(options, state["step"] + 1)
+                group["lr"] = learning_rate(options, state["step"] + 1, state["start_step"])
             loss, tokens = loss_of(model, batch, options.label_smoothing)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
@@ -290,7 +329,7 @@ def run(options: TrainOptions) -> dict:
                     position + 1,
                     len(batches),
                     window_loss / window_steps,
-                    learning_rate(options, state["step"]),
+                    learning_rate(options, state["step"], state["start_step"]),
                     window_tokens / max(elapsed, 1e-9),
                     state["tokens"] / epoch_tokens,
                     left / 60,

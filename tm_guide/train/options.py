@@ -40,6 +40,8 @@ class TrainOptions:
     export_test_limit: int = 500  # test sentences scored in the mid-way exports (all at the end)
     average_last: int = 3
     resume: bool = False
+    init_from: Path | None = None  # a bundle whose weights and SentencePiece model start the run
+    rewarm_steps: int = 100  # after a warm start: fresh optimizer moments, so ramp the rate again
     name: str = "demo-en-de"
     source_lang: str = "en"
     target_lang: str = "de"
