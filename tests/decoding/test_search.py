@@ -138,3 +138,13 @@ def test_grouped_candidate_selection_equals_a_full_sort(vocab, rows_per):
     expected = np.argsort(-full, axis=1, kind="stable")[:, :k]
     np.testing.assert_array_equal(flat, expected)
     np.testing.assert_array_equal(totals, np.take_along_axis(full, expected, axis=1))
+
+
+def test_dense_step_rewards_equal_eq_10_for_every_rewarded_token():
+    reward = PieceReward({(5,): 0.5, (4, 5): 0.25, (3, 4, 5): 0.125, (9,): 1.0, (3, 7): 0.3})
+    histories = [[3, 4], [8], [1, 3], [], [2, 3, 4]]
+    dense = reward.step_dense(histories)
+    assert dense.shape == (len(histories), len(reward.rewarded_ids))
+    for row, history in enumerate(histories):
+        for col, token in enumerate(reward.rewarded_ids):
+            assert dense[row, col] == pytest.approx(reward.token_reward(history, int(token)))

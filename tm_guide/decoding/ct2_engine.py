@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tm_guide.decoding.search import log_softmax
+from tm_guide.decoding.vocabulary import TargetVocabulary
 
 
 @dataclass
@@ -27,7 +28,7 @@ class _CT2State:
     prefixes: list[list[str]]
 
 
-class CT2StepDecoder:
+class CT2StepDecoder(TargetVocabulary):
     """StepDecoder over a ctranslate2.Translator."""
 
     def __init__(
@@ -38,24 +39,9 @@ class CT2StepDecoder:
         start_token: str | None = None,
         max_batch_size: int = 0,
     ) -> None:
+        super().__init__(target_vocabulary, end_token, start_token)
         self.translator = translator
-        self.vocabulary = list(target_vocabulary)
-        self._index = {token: i for i, token in enumerate(self.vocabulary)}
-        self._end_id = self._index[end_token]
-        self._start_id = self._index.get(start_token or end_token, self._end_id)
         self.max_batch_size = max_batch_size
-
-    @property
-    def vocab_size(self) -> int:
-        return len(self.vocabulary)
-
-    @property
-    def start_id(self) -> int:
-        return self._start_id
-
-    @property
-    def end_id(self) -> int:
-        return self._end_id
 
     def start(self, sources: Sequence[Sequence[str]]) -> _CT2State:
         return _CT2State(sources=[list(s) for s in sources], prefixes=[[] for _ in sources])
@@ -73,7 +59,7 @@ class CT2StepDecoder:
             prefixes: list[list[str]] = [[] for _ in sentences]
         else:
             prefixes = [
-                state.prefixes[int(p)] + [self.vocabulary[int(t)]]
+                state.prefixes[int(p)] + [self.target_vocabulary[int(t)]]
                 for p, t in zip(parents, last_ids, strict=True)
             ]
         state.prefixes = prefixes

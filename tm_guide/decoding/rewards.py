@@ -39,6 +39,15 @@ class PieceReward:
             )
             for context, entries in grouped.items()
         }
+        # Every token that can be rewarded, and per context its rewards over those tokens as a
+        # dense vector: a step's rewards for a row are then a sum of at most max_n vectors.
+        self.rewarded_ids = np.array(sorted({ids[-1] for ids in self.ngrams}), dtype=np.int64)
+        position = {int(token): i for i, token in enumerate(self.rewarded_ids)}
+        self._dense_by_context: dict[tuple[int, ...], np.ndarray] = {}
+        for context, (tokens, values) in self._by_context.items():
+            dense = np.zeros(len(self.rewarded_ids), dtype=np.float64)
+            dense[[position[int(t)] for t in tokens]] = values
+            self._dense_by_context[context] = dense
 
     @classmethod
     def from_tokens(
@@ -87,6 +96,21 @@ class PieceReward:
             empty = np.zeros(0, dtype=np.int64)
             return empty, empty, np.zeros(0, dtype=np.float64)
         return np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
+
+    def step_dense(self, histories: Sequence[Sequence[int]]) -> np.ndarray:
+        """Rewards [rows, len(rewarded_ids)] (float64) of every row for each rewarded token.
+
+        `histories[r]` holds the generated tokens of row r (at least its last max_n-1)."""
+        out = np.zeros((len(histories), len(self.rewarded_ids)), dtype=np.float64)
+        by_context = self._dense_by_context
+        width = self.max_n - 1
+        for row, history in enumerate(histories):
+            tail = tuple(history[max(0, len(history) - width) :])
+            for n in range(len(tail) + 1):
+                dense = by_context.get(tail[len(tail) - n :] if n else ())
+                if dense is not None:
+                    out[row] += dense
+        return out
 
     def token_reward(self, history: Sequence[int], token: int) -> float:
         """Reward of producing `token` after `history` (unweighted by lambda)."""

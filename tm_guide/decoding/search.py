@@ -361,7 +361,10 @@ def _step_reward(
     vocab_size: int,
     lam: np.float32,
 ) -> _SparseReward:
-    """Algorithm 2 for all live rows: only tokens of L_X and known contexts are looked at."""
+    """Algorithm 2 for all live rows: only tokens of L_X and known contexts are looked at.
+
+    Rows of a sentence are contiguous and the rewarded ids of a table are sorted, so the keys
+    come out sorted and unique without a sort."""
     all_keys: list[np.ndarray] = []
     all_vals: list[np.ndarray] = []
     start = 0
@@ -373,16 +376,16 @@ def _step_reward(
             end += 1
         table = rewards[sentence]
         if table:
-            rows, cols, vals = table.step_bonus(sequences[start:end])
+            dense = table.step_dense(sequences[start:end])
+            rows, cols = np.nonzero(dense)
             if len(rows):
-                all_keys.append((rows + start) * vocab_size + cols)
-                all_vals.append(vals)
+                all_keys.append((rows + start) * vocab_size + table.rewarded_ids[cols])
+                all_vals.append(dense[rows, cols])
         start = end
     if not all_keys:
         return _SparseReward(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32), vocab_size)
-    keys, inverse = np.unique(np.concatenate(all_keys), return_inverse=True)
-    sums = np.zeros(len(keys), dtype=np.float64)
-    np.add.at(sums, inverse, np.concatenate(all_vals))
+    keys = np.concatenate(all_keys)
+    sums = np.concatenate(all_vals)
     return _SparseReward(keys, (sums * float(lam)).astype(np.float32), vocab_size)
 
 

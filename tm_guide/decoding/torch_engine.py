@@ -17,13 +17,14 @@ Needs the optional [torch] extra.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from tm_guide.decoding.model_file import CT2ModelFile, read_model_file
+from tm_guide.decoding.vocabulary import TargetVocabulary
 from tm_guide.errors import ModelError
 
 try:
@@ -257,32 +258,38 @@ class SelfAttentionCache:
         self.rows = 0
         # per layer, keys then values: [capacity, rows, heads, head_dim]
         self.buffers: list[torch.Tensor] = []
+        # the second buffer set of the same shape, written by the next reorder (no allocation
+        # per step: fresh memory costs page faults on every step)
+        self.spare: list[torch.Tensor] = []
 
     def _allocate(self, capacity: int, rows: int) -> list[torch.Tensor]:
         shape = (capacity, rows, self.heads, self.head_dim)
         return [torch.empty(shape, device=self.device) for _ in range(2 * self.layers)]
 
     def reorder(self, parents: torch.Tensor | None, rows: int) -> None:
-        """Row i continues row parents[i]; makes room for one more step."""
+        """Row i continues row parents[i] (None: row i continues row i); makes room for one
+        more step."""
         capacity = self.buffers[0].shape[0] if self.buffers else 0
         need = self.length + 1
-        same_rows = parents is None or (
-            rows == self.rows
-            and bool(torch.equal(parents, torch.arange(rows, device=parents.device)))
-        )
-        if same_rows and need <= capacity:
+        if parents is None and rows == self.rows and need <= capacity:
             return
-        new_capacity = max(capacity, 64)
-        while new_capacity < need:
-            new_capacity *= 2
-        fresh = self._allocate(new_capacity, rows)
+        if need > capacity or not self.spare or self.spare[0].shape[1] != rows:
+            new_capacity = max(capacity, 64)
+            while new_capacity < need:
+                new_capacity *= 2
+            self.spare = self._allocate(new_capacity, rows)
+        fresh = self.spare
         t = self.length
         if t:
             for old, new in zip(self.buffers, fresh, strict=True):
-                if parents is None or same_rows:
+                if parents is None:
                     new[:t].copy_(old[:t])
                 else:
                     torch.index_select(old[:t], 1, parents, out=new[:t])
+        if self.buffers and self.buffers[0].shape == fresh[0].shape:
+            self.spare = self.buffers
+        else:
+            self.spare = []
         self.buffers = fresh
         self.rows = rows
 
@@ -365,6 +372,35 @@ class TransformerModel(nn.Module):
             result.append((layer.attention.split_heads(k), layer.attention.split_heads(v)))
         return result
 
+    def prepare(self) -> None:
+        """Precompute the per-step plan: the decoder's weights as plain tensors and linear
+        functions, so that a step runs torch ops only, without module dispatch.
+
+        Call after quantization and moving to the device (TorchStepDecoder does)."""
+        dec = self.decoder
+        plan = []
+        for layer in self.decoder_layers:
+            assert isinstance(layer, _DecoderLayer)
+            plan.append(
+                _LayerPlan(
+                    qkv=_linear_fn(layer.self_attention.qkv),
+                    self_out=_linear_fn(layer.self_attention.out),
+                    self_norm=_norm_args(layer.self_attention.norm),
+                    q=_linear_fn(layer.attention.q),
+                    cross_out=_linear_fn(layer.attention.out),
+                    cross_norm=_norm_args(layer.attention.norm),
+                    inner=_linear_fn(layer.ffn.inner),
+                    outer=_linear_fn(layer.ffn.outer),
+                    ffn_norm=_norm_args(layer.ffn.norm),
+                )
+            )
+        self._plan = plan
+        self._projection = _linear_fn(self.projection)
+        self._final_norm = _norm_args(dec.final_norm) if dec.final_norm is not None else None
+        self._embedding_norm = (
+            _norm_args(dec.embedding_norm) if dec.embedding_norm is not None else None
+        )
+
     def decode_step(
         self,
         ids: torch.Tensor,
@@ -378,44 +414,77 @@ class TransformerModel(nn.Module):
 
         Rows are grouped by sentence (`rows_per_sentence` each), matching `cross` [sentences, ...],
         so the cross-attention needs no copy of the encoder keys/values per hypothesis."""
+        if not hasattr(self, "_plan"):
+            self.prepare()
         dec = self.decoder
         rows = ids.shape[0]
         sentences = rows // rows_per_sentence
         heads, head_dim = self.heads, self.head_dim
+        depth = heads * head_dim
         scale = 1.0 / math.sqrt(head_dim)
-        x = F.embedding(ids, dec.embeddings) * dec.embedding_scale
+        pre_norm = dec.pre_norm
+        layer_norm = F.layer_norm
+        bmm = torch.bmm
         if step == 0 and self.start_from_zero:
-            x = torch.zeros_like(x)
-        x = x + dec.position(step, 1)[0]  # [rows, depth]
-        if dec.embedding_norm is not None:
-            x = dec.embedding_norm(x)
-        for index, layer in enumerate(self.decoder_layers):
-            assert isinstance(layer, _DecoderLayer)
-
-            def self_attend(h: torch.Tensor, a: _Attention = layer.self_attention, i: int = index):
-                q, k, v = a.qkv(h).chunk(3, dim=-1)
-                keys, values = cache.append_and_view(
-                    i, k.view(rows, heads, head_dim), v.view(rows, heads, head_dim)
-                )
-                q = (q * scale).reshape(rows * heads, 1, head_dim)
-                weights = torch.softmax(torch.bmm(q, keys.permute(1, 2, 0)), dim=-1)
-                out = torch.bmm(weights, values.transpose(0, 1))  # [rows * heads, 1, head_dim]
-                return a.out(out.view(rows, heads * head_dim))
-
-            x = dec.sublayer(layer.self_attention.norm, x, self_attend)
+            x = dec.positions[step].expand(rows, depth)
+        else:
+            x = F.embedding(ids, dec.embeddings).mul_(dec.embedding_scale).add_(dec.positions[step])
+        if self._embedding_norm is not None:
+            x = layer_norm(x, *self._embedding_norm)
+        for index, p in enumerate(self._plan):
+            # self-attention over the cached steps (one query per row)
+            h = layer_norm(x, *p.self_norm) if pre_norm else x
+            q, k, v = p.qkv(h).view(rows, 3, heads, head_dim).unbind(1)
+            keys, values = cache.append_and_view(index, k, v)
+            q = (q * scale).reshape(rows * heads, 1, head_dim)
+            weights = torch.softmax(bmm(q, keys.permute(1, 2, 0)), dim=-1)
+            h = p.self_out(bmm(weights, values.transpose(0, 1)).view(rows, depth))
+            x = x + h if pre_norm else layer_norm(x + h, *p.self_norm)
+            # cross-attention on the sentence's encoder keys/values
+            h = layer_norm(x, *p.cross_norm) if pre_norm else x
             keys, values = cross[index]
-
-            def cross_attend(h: torch.Tensor, a: _Attention = layer.attention, k=keys, v=values):  # noqa: ANN001
-                q = a.q(h).view(sentences, rows_per_sentence, heads, head_dim).transpose(1, 2)
-                out = F.scaled_dot_product_attention(q, k, v, attn_mask=cross_keep)
-                return a.out(out.transpose(1, 2).reshape(rows, heads * head_dim))
-
-            x = dec.sublayer(layer.attention.norm, x, cross_attend)
-            x = dec.sublayer(layer.ffn.norm, x, layer.ffn)
+            q = p.q(h).view(sentences, rows_per_sentence, heads, head_dim).transpose(1, 2)
+            h = F.scaled_dot_product_attention(q, keys, values, attn_mask=cross_keep)
+            h = p.cross_out(h.transpose(1, 2).reshape(rows, depth))
+            x = x + h if pre_norm else layer_norm(x + h, *p.cross_norm)
+            # feed-forward
+            h = layer_norm(x, *p.ffn_norm) if pre_norm else x
+            h = p.outer(dec.activation(p.inner(h)))
+            x = x + h if pre_norm else layer_norm(x + h, *p.ffn_norm)
         cache.length += 1
-        if dec.final_norm is not None:
-            x = dec.final_norm(x)
-        return self.projection(x)
+        if self._final_norm is not None:
+            x = layer_norm(x, *self._final_norm)
+        return self._projection(x)
+
+
+@dataclass
+class _LayerPlan:
+    qkv: Callable[[torch.Tensor], torch.Tensor]
+    self_out: Callable[[torch.Tensor], torch.Tensor]
+    self_norm: tuple
+    q: Callable[[torch.Tensor], torch.Tensor]
+    cross_out: Callable[[torch.Tensor], torch.Tensor]
+    cross_norm: tuple
+    inner: Callable[[torch.Tensor], torch.Tensor]
+    outer: Callable[[torch.Tensor], torch.Tensor]
+    ffn_norm: tuple
+
+
+def _linear_fn(module: nn.Module) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The layer as one op call: F.linear, or fbgemm's dynamic int8 linear on its packed
+    weights (what the quantized module's forward calls, less the module overhead)."""
+    if isinstance(module, nn.Linear):
+        weight, bias = module.weight, module.bias
+        return lambda x: F.linear(x, weight, bias)
+    packed = module._packed_params._packed_params  # type: ignore[union-attr]
+    op = torch.ops.quantized.linear_dynamic
+    return lambda x: op(x, packed, True)
+
+
+def _norm_args(norm: nn.Module) -> tuple:
+    """Positional arguments of F.layer_norm after the input."""
+    assert isinstance(norm, nn.LayerNorm)
+    return (norm.normalized_shape, norm.weight, norm.bias, norm.eps)
 
 
 def _count_layers(model: CT2ModelFile, stack: str) -> int:
@@ -476,7 +545,7 @@ class _TorchState:
     step: int
 
 
-class TorchStepDecoder:
+class TorchStepDecoder(TargetVocabulary):
     """StepDecoder running TransformerModel; same weights as the bundle's CTranslate2 model."""
 
     def __init__(
@@ -488,16 +557,11 @@ class TorchStepDecoder:
     ) -> None:
         model_file = read_model_file(Path(model_dir))
         self.source_index = {t: i for i, t in enumerate(model_file.source_vocabulary)}
-        self.target_vocabulary = model_file.target_vocabulary
         config = model_file.config
         self.unk_id = self.source_index.get(config.get("unk_token", "<unk>"), 0)
-        target_index = {t: i for i, t in enumerate(self.target_vocabulary)}
         eos = config.get("eos_token", "</s>")
-        if eos not in target_index:
-            raise ModelError(f"end token {eos!r} is not in the target vocabulary")
-        self._end_id = target_index[eos]
         start_token = config.get("decoder_start_token") or config.get("bos_token", "<s>")
-        self._start_id = target_index.get(start_token, self._end_id)
+        super().__init__(model_file.target_vocabulary, eos, start_token)
         self.add_source_bos = bool(config.get("add_source_bos", False))
         self.add_source_eos = bool(config.get("add_source_eos", False))
         self.bos = config.get("bos_token", "<s>")
@@ -511,18 +575,7 @@ class TorchStepDecoder:
                 raise ModelError("dynamic int8 quantization of the torch engine is CPU only")
             _quantize_linear_layers(model)
         self.model = model.to(self.device)
-
-    @property
-    def vocab_size(self) -> int:
-        return len(self.target_vocabulary)
-
-    @property
-    def start_id(self) -> int:
-        return self._start_id
-
-    @property
-    def end_id(self) -> int:
-        return self._end_id
+        self.model.prepare()
 
     def source_ids(self, tokens: Sequence[str]) -> list[int]:
         ids = [self.source_index.get(t, self.unk_id) for t in tokens]
