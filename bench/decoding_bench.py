@@ -6,10 +6,11 @@
 Measures decoding only (retrieval and piece collection: bench/pieces_bench.py). Each sentence gets
 translation pieces as a TM match would give them: all 1..4-grams of its reference translation
 (--references) or, without references, of the native search's second-best output, scored 0.8.
-Times are the best of --repeat runs, per sentence (batch of 1, summed over the sentences) and per
-batch of --batch sentences. "agree" is the share of sentences whose guided output is token for
-token that of the exact CTranslate2 engine (computed on the first --exact-sentences sentences,
-because that engine is slow).
+Times are the best of --repeat runs, per sentence (batch of 1, the best time of each sentence
+summed over the sentences) and per batch of --batch sentences; native and the engines alternate
+sentence by sentence, so that a change of machine load affects them alike. "agree" is the share
+of sentences whose guided output is token for token that of the exact CTranslate2 engine
+(computed on the first --exact-sentences sentences, because that engine is slow).
 """
 
 from __future__ import annotations
@@ -77,6 +78,28 @@ def best_time(run: Callable[[], object], repeat: int) -> tuple[float, object]:
     return best, result
 
 
+def interleaved_times(
+    runs: dict[str, Callable[[list[int]], object]], ids: list[int], repeat: int
+) -> tuple[dict[str, float], dict[str, float], dict[str, object]]:
+    """Per run: the sum over sentences of the best per-sentence time, the best batch time, and
+    the batch output. Runs alternate sentence by sentence (and batch by batch), so that a
+    machine whose load changes during the bench slows all of them alike."""
+    single = {name: [float("inf")] * len(ids) for name in runs}
+    batch = dict.fromkeys(runs, float("inf"))
+    outputs: dict[str, object] = {}
+    for _ in range(repeat):
+        for position, i in enumerate(ids):
+            for name, run in runs.items():
+                started = time.perf_counter()
+                run([i])
+                single[name][position] = min(single[name][position], time.perf_counter() - started)
+        for name, run in runs.items():
+            started = time.perf_counter()
+            outputs[name] = run(ids)
+            batch[name] = min(batch[name], time.perf_counter() - started)
+    return {name: sum(times) for name, times in single.items()}, batch, outputs
+
+
 def read_lines(path: Path | None, fallback: Sequence[str], count: int) -> list[str]:
     lines = list(fallback)
     if path is not None:
@@ -135,6 +158,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return [o.hypotheses[0] for o in outputs]
 
+    def native_ids(ids: list[int]) -> list[list[str]]:
+        return native([inputs[i] for i in ids])
+
     if args.references is not None:
         refs = read_lines(args.references, [], args.batch)
         targets = [bundle.encode_target(r) for r in refs]
@@ -189,17 +215,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     reference_outputs = exact(few) if "ct2" in wanted else None
 
     rows = []
-    native_single, _ = best_time(lambda: [native([inputs[i]]) for i in every], args.repeat)
-    native_batch, _ = best_time(lambda: native(inputs), args.repeat)
-    rows.append(("native (unguided)", native_single, native_batch, None))
-    for name, run in engines.items():
-        single, _ = best_time(lambda run=run: [run([i]) for i in every], args.repeat)
-        batch, outputs = best_time(lambda run=run: run(every), args.repeat)
+    timed: dict[str, Callable[[list[int]], object]] = {"native (unguided)": native_ids, **engines}
+    single_times, batch_times, outputs = interleaved_times(timed, every, args.repeat)
+    native_single = single_times["native (unguided)"]
+    native_batch = batch_times["native (unguided)"]
+    for name in timed:
         agree = None
-        if reference_outputs is not None:
-            got = outputs[: len(few)]  # type: ignore[index]
+        if reference_outputs is not None and name in engines:
+            got = outputs[name][: len(few)]  # type: ignore[index]
             agree = sum(a == b for a, b in zip(got, reference_outputs, strict=True)) / len(few)
-        rows.append((name, single, batch, agree))
+        rows.append((name, single_times[name], batch_times[name], agree))
     if "ct2" in wanted:
         single, _ = best_time(lambda: [exact([i]) for i in few], 1)
         batch, _ = best_time(lambda: exact(few), 1)

@@ -477,7 +477,7 @@ def _linear_fn(module: nn.Module) -> Callable[[torch.Tensor], torch.Tensor]:
         weight, bias = module.weight, module.bias
         return lambda x: F.linear(x, weight, bias)
     packed = module._packed_params._packed_params  # type: ignore[union-attr]
-    op = torch.ops.quantized.linear_dynamic
+    op = torch.ops.quantized.linear_dynamic.default  # the overload: no per-call Python checks
     return lambda x: op(x, packed, True)
 
 
@@ -614,7 +614,8 @@ class TorchStepDecoder(TargetVocabulary):
         mask_end: bool,
     ) -> np.ndarray:
         assert isinstance(state, _TorchState)
-        rows_per_sentence = len(sentences) // len(np.unique(sentences))
+        # rows of a sentence are contiguous and every live sentence has as many
+        rows_per_sentence = int(np.count_nonzero(sentences == sentences[0]))
         live = np.asarray(sentences[::rows_per_sentence])
         if not np.array_equal(live, state.cross_sentences):
             keep = torch.from_numpy(np.searchsorted(state.cross_sentences, live)).to(self.device)
