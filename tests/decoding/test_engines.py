@@ -110,21 +110,30 @@ def test_guided_torch_output_equals_guided_ct2_output(peaked_bundle, torch_peake
 
 @pytest.mark.parametrize("quantize", [False, True])
 def test_torch_engine_on_int8_bundle_stays_close_to_ct2_int8(
-    peaked_int8_bundle, sentences, quantize
+    peaked_int8_bundle, peaked_bundle, sentences, quantize
 ):
     """Int8 weights run dequantized, or as int8 with activations quantized otherwise than
-    CTranslate2 does: close to CTranslate2's int8 log-probabilities, not equal."""
+    CTranslate2 does: close to CTranslate2's int8 log-probabilities, not equal. How close is
+    set by CTranslate2 itself: its float32 run of the same checkpoint differs from its int8 run
+    by quantization noise (large on this perturbed fixture), and the torch engine must not be
+    further from the int8 run than that."""
     bundle = peaked_int8_bundle
     decoder = TorchStepDecoder(bundle.path, quantize=quantize)
     index = {t: i for i, t in enumerate(bundle.vocabularies.target)}
     inputs = _inputs(bundle, sentences[:3])
     targets = [bundle.encode_target(t) for t in TARGETS]
     expected = bundle.translator.score_batch(inputs, targets)
-    for source, target, scored in zip(inputs, targets, expected, strict=True):
+    float_run = peaked_bundle.translator.score_batch(inputs, targets)
+    gaps, own_gaps = [], []
+    for source, target, scored, floats in zip(inputs, targets, expected, float_run, strict=True):
         mine = _teacher_forced(decoder, source, [index[t] for t in target])
-        gap = float(np.mean(np.abs(mine - np.array(scored.log_probs))))
-        print(f"quantize={quantize} mean |log-prob gap| {gap:.4f}")
-        assert gap < 0.15
+        gaps.append(float(np.mean(np.abs(mine - np.array(scored.log_probs)))))
+        own_gaps.append(float(np.mean(np.abs(np.array(floats.log_probs) - scored.log_probs))))
+    gap, own = float(np.mean(gaps)), float(np.mean(own_gaps))
+    print(
+        f"quantize={quantize} mean |log-prob gap| {gap:.4f}, CTranslate2 float32 vs int8 {own:.4f}"
+    )
+    assert gap <= own + 0.05
 
 
 def test_rerank_returns_native_hypotheses_ranked_by_guided_score(peaked_bundle, sentences):
