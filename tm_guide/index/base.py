@@ -32,7 +32,9 @@ class IndexChange:
 
     `base_revision` is the revision the memory had before the transaction; the index only records
     `memory.revision` when it was exactly at `base_revision`, so concurrent writers can never make
-    an index claim a revision whose changes it has not seen.
+    an index claim a revision whose changes it has not seen. `buffered`: the change may wait in
+    memory (searchable at once) instead of paying a commit of its own, as single interactive edits
+    should; the database revision lets a restarted or other process catch up without it.
     """
 
     memory: MemoryKey
@@ -40,6 +42,7 @@ class IndexChange:
     added: Iterable[IndexDoc] = ()
     updated: Iterable[IndexDoc] = ()
     deleted: Iterable[int] = ()
+    buffered: bool = False
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,12 @@ class IndexOptions:
     posting_budget: int = 1500
     writer_timeout_s: float = 30.0
     bulk_memory_mb: int = 128
+    # Small changes wait in memory (searched at once) and reach the disk in one commit when this
+    # many documents have gathered; the database revision lets other processes catch up.
+    buffer_docs: int = 500
+    # While the database revision matches, the disk index is looked at once per interval, not
+    # on every query.
+    refresh_interval_s: float = 1.0
 
 
 class SourceIndex(ABC):

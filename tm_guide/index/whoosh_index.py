@@ -10,17 +10,21 @@ from __future__ import annotations
 import logging
 import shutil
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterable
+from itertools import chain, islice
 from pathlib import Path
 from typing import Any
 
-from whoosh import fields, index, query
+from whoosh import fields, index
 from whoosh.analysis import LowercaseFilter, RegexTokenizer
 from whoosh.system import pack_uint
 from whoosh.writing import CLEAR
 
 from tm_guide.index.base import IndexChange, IndexDoc, IndexOptions, MemoryKey, SourceIndex
+from tm_guide.index.bm25 import LeafCache, Stats, top_documents
+from tm_guide.index.overlay import Overlay
 from tm_guide.index.terms import WORD_PATTERN, index_terms
 
 log = logging.getLogger(__name__)
@@ -50,13 +54,24 @@ def make_schema() -> fields.Schema:
 
 
 class _MemoryIndex:
-    """The open whoosh index of one memory, with a cached searcher refreshed when it is outdated."""
+    """The open whoosh index of one memory, its cached searcher, and the overlay of changes not
+    yet committed to disk.
+
+    `view` is the revision that disk + overlay reflect in this process. While the database is at
+    that revision nothing on disk needs checking: the searcher is refreshed when this process
+    commits, when the database revision moves, and otherwise once per `refresh_interval_s`.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.lock = threading.RLock()
         self._ix: Any = None
         self._searcher: Any = None
+        self.leaves = LeafCache("source")
+        self.overlay = Overlay()
+        self.view: int | None = None
+        self.disk_revision: int | None = None
+        self.checked_at = 0.0
 
     def exists(self) -> bool:
         return index.exists_in(str(self.path))
@@ -70,17 +85,39 @@ class _MemoryIndex:
         return self._ix
 
     def searcher(self) -> Any:
+        """The cached searcher, as of the last refresh (no filesystem check)."""
+        if self._searcher is None:
+            self.refresh()
+        return self._searcher
+
+    def refresh(self) -> None:
+        """Look at the disk: reopen what changed, read its revision, drop what it now holds."""
+        self.checked_at = time.monotonic()
         if self._searcher is None:
             self._searcher = self.ix().searcher()
         elif not self._searcher.up_to_date():
             self._searcher = self._searcher.refresh()
-        return self._searcher
+        stored = self._searcher.document(id=META_ID)
+        self.disk_revision = None if stored is None else int(stored["revision"])
+        if self.disk_revision is None:
+            self.overlay.clear()
+            self.view = None
+        elif self.view is None or self.disk_revision >= self.view:
+            # Every change up to the disk revision is on disk, the overlay's included.
+            self.overlay.clear()
+            self.view = self.disk_revision
 
     def revision(self) -> int | None:
         if not self.exists():
             return None
-        stored = self.searcher().document(id=META_ID)
-        return None if stored is None else int(stored["revision"])
+        self.refresh()
+        return self.view
+
+    def forget(self) -> None:
+        """After this process rewrote the disk: the overlay is in it, the view is the disk's."""
+        self.overlay.clear()
+        self.view = None
+        self.refresh()
 
     def close(self) -> None:
         if self._searcher is not None:
@@ -89,6 +126,10 @@ class _MemoryIndex:
         if self._ix is not None:
             self._ix.close()
             self._ix = None
+        self.leaves.clear()
+        self.overlay.clear()
+        self.view = None
+        self.disk_revision = None
 
 
 class WhooshIndex(SourceIndex):
@@ -106,50 +147,102 @@ class WhooshIndex(SourceIndex):
                 self._open[memory.uuid] = found
             return found
 
-    def _writer(self, mi: _MemoryIndex, **kwargs: Any) -> Any:
-        return mi.ix().writer(timeout=self.options.writer_timeout_s, **kwargs)
+    def _writer(self, mi: _MemoryIndex, timeout: float | None = None, **kwargs: Any) -> Any:
+        wait = self.options.writer_timeout_s if timeout is None else timeout
+        return mi.ix().writer(timeout=wait, **kwargs)
 
     def apply(self, change: IndexChange) -> None:
         mi = self._memory(change.memory)
         with mi.lock:
-            writer = self._writer(mi)
-            try:
-                # Under the writer lock the indexed revision cannot move. If it is not our base,
-                # another process caught up past it and may already hold our documents: then only
-                # idempotent updates are safe, and the revision is left for the next catch-up.
-                in_step = self._revision_under_lock(mi) == change.base_revision
-                add = writer.add_document if in_step else writer.update_document
-                for segment_id in change.deleted:
-                    writer.delete_by_term("id", str(segment_id))
-                for doc in change.updated:
-                    writer.update_document(id=str(doc.segment_id), source=doc.source)
-                for doc in change.added:
-                    add(id=str(doc.segment_id), source=doc.source)
-                if in_step:
-                    writer.update_document(id=META_ID, revision=change.memory.revision)
-            except BaseException:
-                writer.cancel()
-                raise
-            writer.commit()
+            if mi.view is None:
+                mi.revision()
+            room = self.options.buffer_docs - len(mi.overlay)
+            updated = list(change.updated)
+            added = iter(change.added)
+            head = list(islice(added, max(room - len(updated), 0) + 1))
+            deleted = list(change.deleted)
+            fits = len(updated) + len(head) <= room
+            if change.buffered and not deleted and mi.view is not None and fits:
+                mi.overlay.put(chain(updated, head))
+                if mi.view == change.base_revision:
+                    mi.view = change.memory.revision
+                return
+            self._commit(
+                mi,
+                change.memory.revision,
+                updates=updated,
+                adds=chain(head, added),
+                deletes=deleted,
+                step=change.base_revision,
+            )
 
-    def _revision_under_lock(self, mi: _MemoryIndex) -> int | None:
-        # The writer holds the index lock, so no other process can move the revision meanwhile.
-        return mi.revision()
+    def _commit(
+        self,
+        mi: _MemoryIndex,
+        revision: int,
+        updates: Iterable[IndexDoc] = (),
+        adds: Iterable[IndexDoc] = (),
+        deletes: Iterable[int] = (),
+        step: int | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        """One whoosh commit of the overlay and a change. The disk records `revision` when it
+        then holds every change up to it: the change followed the view (`step` is the view's
+        revision), or it is a catch-up (`step` None) of everything after the view."""
+        writer = self._writer(mi, timeout)
+        try:
+            # Under the writer lock no other process can move the disk revision.
+            mi.refresh()
+            overlay = list(mi.overlay.docs.items())
+            view = mi.view
+            in_step = view is not None and (step is None or view == step)
+            add = writer.add_document if in_step and step is not None else writer.update_document
+            gone = set(deletes)
+            for segment_id in gone:
+                writer.delete_by_term("id", str(segment_id))
+            for segment_id, source in overlay:
+                if segment_id not in gone:
+                    writer.update_document(id=str(segment_id), source=source)
+            for doc in updates:
+                writer.update_document(id=str(doc.segment_id), source=doc.source)
+            for doc in adds:
+                add(id=str(doc.segment_id), source=doc.source)
+            disk = mi.disk_revision
+            recorded: int | None
+            if in_step:
+                recorded = revision if disk is None else max(disk, revision)
+            elif view is not None and (disk is None or view > disk):
+                recorded = view
+            else:
+                recorded = disk
+            if recorded is not None and recorded != disk:
+                writer.update_document(id=META_ID, revision=recorded)
+        except BaseException:
+            writer.cancel()
+            raise
+        writer.commit()
+        mi.forget()
 
     def catch_up(self, memory: MemoryKey, docs: Iterable[IndexDoc]) -> None:
         mi = self._memory(memory)
         with mi.lock:
-            writer = self._writer(mi)
-            try:
-                for doc in docs:
-                    writer.update_document(id=str(doc.segment_id), source=doc.source)
-                current = self._revision_under_lock(mi)
-                if current is None or current < memory.revision:
-                    writer.update_document(id=META_ID, revision=memory.revision)
-            except BaseException:
-                writer.cancel()
-                raise
-            writer.commit()
+            if mi.view is None:
+                mi.revision()
+            room = self.options.buffer_docs - len(mi.overlay)
+            iterator = iter(docs)
+            head = list(islice(iterator, max(room, 0) + 1))
+            if len(head) <= room and mi.view is not None:
+                mi.overlay.put(head)
+                mi.view = max(mi.view, memory.revision)
+                return
+            self._commit(mi, memory.revision, updates=chain(head, iterator))
+
+    def flush(self, memory: MemoryKey) -> None:
+        """Commit the overlay to disk now (it is otherwise committed when it fills up)."""
+        mi = self._memory(memory)
+        with mi.lock:
+            if len(mi.overlay):
+                self._commit(mi, mi.view or 0, step=mi.view)
 
     def rebuild(self, memory: MemoryKey, docs: Iterable[IndexDoc]) -> None:
         mi = self._memory(memory)
@@ -163,10 +256,14 @@ class WhooshIndex(SourceIndex):
                 writer.cancel()
                 raise
             writer.commit(mergetype=CLEAR)
+            mi.forget()
 
     def indexed_revision(self, memory: MemoryKey) -> int | None:
         mi = self._memory(memory)
         with mi.lock:
+            fresh = time.monotonic() - mi.checked_at < self.options.refresh_interval_s
+            if mi.view is not None and mi.view == memory.revision and fresh:
+                return mi.view
             try:
                 return mi.revision()
             except Exception as exc:  # a damaged index counts as missing: it will be rebuilt
@@ -184,13 +281,36 @@ class WhooshIndex(SourceIndex):
         mi = self._memory(memory)
         with mi.lock:
             searcher = mi.searcher()
-            frequency = {w: searcher.doc_frequency("source", w) for w in words}
+            overlay = mi.overlay
+            frequency = {
+                w: searcher.doc_frequency("source", w) + overlay.doc_frequency(w) for w in words
+            }
             chosen = self._informative_terms(frequency)
             if not chosen:
                 return []
-            q = query.Or([query.Term("source", w) for w in chosen])
-            results = searcher.search(q, limit=limit)
-            return [(int(hit["id"]), float(hit.score)) for hit in results]
+            leaves, stats = mi.leaves.leaves(searcher)
+            if len(overlay):
+                stats = Stats(stats.doc_count + len(overlay), stats.avg_length)
+            scored = [
+                (score, sid) for sid, score in overlay.score(chosen, frequency, stats).items()
+            ]
+            want = limit
+            while True:
+                ranked = top_documents(leaves, stats, frequency, chosen, want)
+                hidden = 0
+                found = []
+                for score, leaf, docnum in ranked:
+                    segment_id = int(leaf.stored_id(docnum))
+                    if segment_id in overlay:  # its newer text is scored from the overlay
+                        hidden += 1
+                    else:
+                        found.append((score, segment_id))
+                if not hidden or len(ranked) < want:
+                    break
+                want = limit + hidden
+            scored.extend(found)
+            scored.sort(key=lambda item: (-item[0], item[1]))
+            return [(sid, score) for score, sid in scored[:limit]]
 
     def _informative_terms(self, frequency: dict[str, int]) -> list[str]:
         """The rarest words, within the term and posting budgets of the options."""
@@ -221,7 +341,19 @@ class WhooshIndex(SourceIndex):
 
     def close(self) -> None:
         with self._lock:
-            for mi in self._open.values():
-                with mi.lock:
-                    mi.close()
+            opened = list(self._open.values())
             self._open.clear()
+        for mi in opened:
+            with mi.lock:
+                self._flush_quietly(mi)
+                mi.close()
+
+    def _flush_quietly(self, mi: _MemoryIndex) -> None:
+        """Commit the overlay on the way out if the index is free; otherwise the next process
+        catches up from the database, which holds every change anyway."""
+        if not len(mi.overlay) or mi.view is None:
+            return
+        try:
+            self._commit(mi, mi.view, step=mi.view, timeout=1.0)
+        except Exception as exc:
+            log.info("overlay of %s left to catch-up (%s)", mi.path.name, exc)

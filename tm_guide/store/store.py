@@ -222,7 +222,7 @@ class Store:
                     segments.c.memory_id == memory.id, segments.c.pair_hash == outcome.last_hash
                 )
             ).one()
-        self._index_after_commit(memory, revision, outcome, progress=False)
+        self._index_after_commit(memory, revision, outcome, progress=False, buffered=True)
         return segment_from_row(row)
 
     def update_segment(self, memory: Memory, tuid: str, record: SegmentRecord) -> Segment:
@@ -304,7 +304,12 @@ class Store:
             )
 
     def _index_after_commit(
-        self, memory: Memory, revision: int, outcome: BatchOutcome, progress: bool
+        self,
+        memory: Memory,
+        revision: int,
+        outcome: BatchOutcome,
+        progress: bool,
+        buffered: bool = False,
     ) -> None:
         key = MemoryKey(memory.id, memory.uuid, revision)
         try:
@@ -328,6 +333,7 @@ class Store:
                         added=(d for d in docs if d.segment_id not in updated),
                         updated=[d for d in docs if d.segment_id in updated] if updated else (),
                         deleted=outcome.deleted_ids,
+                        buffered=buffered,
                     )
                 )
             # A concurrent writer may have committed before us and not reached the index yet:
@@ -394,8 +400,9 @@ class Store:
         if limit <= 0 or not memory_ids:
             return []
         wanted = list(dict.fromkeys(int(i) for i in memory_ids))
+        only = memories.c.id == wanted[0] if len(wanted) == 1 else memories.c.id.in_(wanted)
         with self.engine.connect() as conn:
-            rows = conn.execute(select(memories).where(memories.c.id.in_(wanted))).all()
+            rows = conn.execute(select(memories).where(only)).all()
         found = {row.id: memory_from_row(row) for row in rows}
         missing = [i for i in wanted if i not in found]
         if missing:
@@ -424,8 +431,13 @@ class Store:
         if indexed is not None and indexed >= memory.revision:
             if indexed == memory.revision:
                 return
-            # An index ahead of the database (restored backup?) cannot be trusted.
-            self.rebuild_index(memory, progress)
+            # Ahead of `memory`: a change committed since it was read (by another thread), or an
+            # index ahead of the database (restored backup?), which cannot be trusted.
+            current = self.get_memory(memory.id)
+            if indexed > current.revision:
+                self.rebuild_index(current, progress)
+            elif indexed < current.revision:
+                self._catch_up(_key(current), indexed)
             return
         if indexed is None:
             self.rebuild_index(memory, progress)

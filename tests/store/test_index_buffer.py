@@ -1,0 +1,152 @@
+"""Single adds wait in memory instead of paying a commit, yet every process finds them at once."""
+
+from __future__ import annotations
+
+import multiprocessing
+from pathlib import Path
+
+from whoosh import index as whoosh_index
+from whoosh import query
+
+from tm_guide.index import IndexOptions, MemoryKey, WhooshIndex
+from tm_guide.records import SegmentRecord
+from tm_guide.store import Store, StoreOptions
+from tm_guide.store.types import Memory
+
+SENTENCES = [
+    ("Open the file in a new window", "Öffnen Sie die Datei in einem neuen Fenster"),
+    ("Save the document before closing", "Speichern Sie das Dokument vor dem Schließen"),
+    ("The printer is out of paper", "Der Drucker hat kein Papier mehr"),
+    ("Restart the computer to finish the update", "Starten Sie den Computer neu"),
+    ("Open the print dialog and choose a printer", "Öffnen Sie den Druckdialog"),
+    ("Close the window without saving the file", "Schließen Sie das Fenster ohne zu speichern"),
+]
+
+
+def disk_revision(index_dir: Path, memory: Memory) -> int:
+    """The revision the committed index files record, as a freshly started process sees it."""
+    with whoosh_index.open_dir(str(index_dir / memory.uuid)).searcher() as searcher:
+        return int(searcher.document(id="meta")["revision"])
+
+
+def sources(hits) -> list[str]:  # type: ignore[no-untyped-def]
+    return [hit.segment.source for hit in hits]
+
+
+def test_added_segment_is_found_without_a_commit(db_url: str, index_dir: Path) -> None:
+    with Store.open(db_url, index_dir) as store:
+        memory = store.create_memory("ui", "en", "de")
+        store.import_records(memory, [SegmentRecord(s, t) for s, t in SENTENCES])
+        committed = disk_revision(index_dir, store.get_memory("ui"))
+        store.add_segment(memory, SegmentRecord("Empty the recycle bin", "Papierkorb leeren"))
+        memory = store.get_memory("ui")
+        assert disk_revision(index_dir, memory) == committed < memory.revision
+        assert sources(store.search([memory.id], "recycle bin", limit=1)) == [
+            "Empty the recycle bin"
+        ]
+        assert all(state.current for state in store.index_states())
+    # Closing commits what waited in memory.
+    assert disk_revision(index_dir, memory) == memory.revision
+
+
+def test_another_store_catches_up_on_unflushed_adds(db_url: str, index_dir: Path) -> None:
+    """A second store on the same database and index (another worker, or a restart after a
+    crash that lost the buffer) finds the add through the database revision."""
+    writer = Store.open(db_url, index_dir)
+    try:
+        memory = writer.create_memory("ui", "en", "de")
+        writer.import_records(memory, [SegmentRecord(s, t) for s, t in SENTENCES])
+        with Store.open(db_url, index_dir, StoreOptions(repair_index_on_open=False)) as reader:
+            assert sources(reader.search([memory.id], "save document", limit=1)) == [
+                SENTENCES[1][0]
+            ]
+            writer.add_segment(memory, SegmentRecord("Empty the recycle bin", "Papierkorb leeren"))
+            assert sources(reader.search([memory.id], "recycle bin", limit=1)) == [
+                "Empty the recycle bin"
+            ]
+        # A restart that never saw the buffer: caught up from the database on open.
+        with Store.open(db_url, index_dir) as restarted:
+            assert all(state.current for state in restarted.index_states())
+            assert sources(restarted.search([memory.id], "recycle bin", limit=1)) == [
+                "Empty the recycle bin"
+            ]
+    finally:
+        writer.index._open.clear()  # type: ignore[attr-defined]  # a crash: the buffer is lost
+        writer.engine.dispose()
+
+
+def test_update_of_a_committed_segment_hides_its_old_text(store: Store) -> None:
+    memory = store.create_memory("ui", "en", "de")
+    store.import_records(
+        memory, [SegmentRecord(s, t, tuid=f"t{i}") for i, (s, t) in enumerate(SENTENCES)]
+    )
+    store.update_segment(memory, "t2", SegmentRecord("The scanner is jammed", "Scanner klemmt"))
+    assert "The printer is out of paper" not in sources(store.search([memory.id], "paper"))
+    assert sources(store.search([memory.id], "scanner jammed", limit=1)) == [
+        "The scanner is jammed"
+    ]
+
+
+def test_full_buffer_is_committed(db_url: str, index_dir: Path) -> None:
+    options = StoreOptions(index=IndexOptions(buffer_docs=3))
+    with Store.open(db_url, index_dir, options) as store:
+        memory = store.create_memory("ui", "en", "de")
+        for source, target in SENTENCES:
+            store.add_segment(memory, SegmentRecord(source, target))
+        memory = store.get_memory("ui")
+        assert disk_revision(index_dir, memory) >= memory.revision - 3
+        found = sources(store.search([memory.id], "open file window", limit=len(SENTENCES)))
+        assert sorted(found) == sorted(
+            s for s, _ in SENTENCES if {"open", "file", "window"} & set(s.lower().split())
+        )
+
+
+def _add_in_child(db_url: str, index_dir: str) -> None:
+    with Store.open(db_url, Path(index_dir)) as store:
+        memory = store.get_memory("ui")
+        store.add_segment(memory, SegmentRecord("Empty the recycle bin", "Papierkorb leeren"))
+        # Exit without closing: the add never reaches the index files.
+        store.index._open.clear()  # type: ignore[attr-defined]
+
+
+def test_add_in_another_process_is_found(db_url: str, index_dir: Path) -> None:
+    with Store.open(db_url, index_dir) as store:
+        memory = store.create_memory("ui", "en", "de")
+        store.import_records(memory, [SegmentRecord(s, t) for s, t in SENTENCES])
+        assert store.search([memory.id], "recycle bin") == []
+        child = multiprocessing.get_context("spawn").Process(
+            target=_add_in_child, args=(db_url, str(index_dir))
+        )
+        child.start()
+        child.join(120)
+        assert child.exitcode == 0
+        assert sources(store.search([memory.id], "recycle bin", limit=1)) == [
+            "Empty the recycle bin"
+        ]
+
+
+def test_scores_are_whoosh_bm25(store: Store, index_dir: Path) -> None:
+    """The vectorised scorer ranks and scores exactly like whoosh's own BM25F search."""
+    memory = store.create_memory("ui", "en", "de")
+    store.import_records(memory, [SegmentRecord(s, t) for s, t in SENTENCES[:3]])
+    store.import_records(memory, [SegmentRecord(s, t) for s, t in SENTENCES[3:]])
+    [gone] = store.concordance(memory, "printer is out")
+    store.delete_segment(memory, gone.id)  # a deleted document must not count
+    memory = store.get_memory("ui")
+    key = MemoryKey(memory.id, memory.uuid, memory.revision)
+    wide = WhooshIndex(index_dir, IndexOptions(max_query_terms=100, posting_budget=10**9))
+    try:
+        text = "open the printer window and close the file"
+        ours = wide.search(key, text, limit=10)
+        with whoosh_index.open_dir(str(index_dir / memory.uuid)).searcher() as searcher:
+            words = sorted(set(text.lower().split()))
+            results = searcher.search(query.Or([query.Term("source", w) for w in words]), limit=10)
+            theirs = [(int(hit["id"]), hit.score) for hit in results]
+        assert len(ours) == len(theirs) > 3
+        assert {sid for sid, _ in ours} == {sid for sid, _ in theirs}
+        by_id = dict(theirs)
+        for sid, score in ours:
+            assert abs(score - by_id[sid]) < 1e-9
+        assert gone.id not in by_id
+    finally:
+        wide._open.clear()
