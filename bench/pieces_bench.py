@@ -45,7 +45,7 @@ def synthetic_pairs(count: int, seed: int) -> list[tuple[str, str]]:
         units = [(" ".join(p.source), " ".join(p.target)) for p in read_gold(lines, str(GOLD))]
     rng = random.Random(seed)
     seen: set[str] = set()
-    pairs = []
+    pairs: list[tuple[str, str]] = []
     while len(pairs) < count:
         chosen = rng.sample(units, rng.randint(2, 4))
         name = f"Item{rng.randint(1, 5000)}"
@@ -80,6 +80,24 @@ def tokenizer_for(args: argparse.Namespace, pairs: list[tuple[str, str]], work: 
         minloglevel=2,
     )
     return SentencePieceTokenizer(work / "joint.model")
+
+
+def exact_recall(store, memory, queries: list[str], m: int, index_dir: Path) -> float:  # type: ignore[no-untyped-def]
+    """Share of the exact BM25 top-m (every query word scored, no pruning) that retrieval finds."""
+    from tm_guide.index import IndexOptions, MemoryKey, WhooshIndex
+
+    exact = WhooshIndex(
+        index_dir, IndexOptions(max_query_terms=10**6, min_query_terms=10**6, posting_budget=10**12)
+    )
+    key = MemoryKey(memory.id, memory.uuid, memory.revision)
+    shares = []
+    for text in queries:
+        wanted = {sid for sid, _ in exact.search(key, text, m)}
+        if wanted:
+            found = {hit.segment.id for hit in store.search([memory.id], text, limit=m)}
+            shares.append(len(wanted & found) / len(wanted))
+    exact.close()
+    return statistics.mean(shares) if shares else 1.0
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -164,6 +182,8 @@ def main() -> int:
                 pieces.append(len(result.ngrams))
             rows.append((m, timings, statistics.median(pieces)))
 
+        recall = {m: exact_recall(store, memory, queries, m, work / "index") for m in (10, 100)}
+
         # Incremental: a confirmed segment is added and aligned against the memory's priors.
         add_ms = []
         for source, target in pairs[: min(50, len(queries))]:
@@ -201,6 +221,7 @@ def main() -> int:
                 f"{percentile(values, 0.95):>10.2f}"
             )
         print(f"{m:>4} {'(pieces/query)':<18} {median_pieces:>10.0f}")
+        print(f"{m:>4} {'(recall@M vs exact)':<18} {recall[m]:>10.3f}")
     print()
     print(
         "retrieval+pieces = retrieval + analysis + edit_distance + collection "

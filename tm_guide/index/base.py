@@ -53,9 +53,9 @@ class IndexOptions:
     (the `min_query_terms` rarest are always used). This bounds the work per query whatever the
     size of the memory."""
 
-    max_query_terms: int = 8
+    max_query_terms: int = 16
     min_query_terms: int = 2
-    posting_budget: int = 1500
+    posting_budget: int = 20000
     writer_timeout_s: float = 30.0
     bulk_memory_mb: int = 128
     # Small changes wait in memory (searched at once) and reach the disk in one commit when this
