@@ -1,4 +1,4 @@
-"""Drive a real tm-guide server with bounded concurrent clients on loopback and print latencies.
+r"""Drive a real tm-guide server with bounded concurrent clients on loopback and print latencies.
 
 Starts `tm-guide serve` on a free 127.0.0.1 port with a fresh SQLite file (or --db), seeds a
 memory, then runs two fixed-size phases with --clients threads each and stops by itself:
@@ -10,6 +10,13 @@ and prints throughput and p50/p95 latency per phase, then checks that every add 
 exactly once (no lost or doubled writes). Example:
 
   python bench/server_bench.py --clients 16 --adds 400 --suggestions 200
+
+A/B in one run: each --variant starts its own server with extra environment variables (all of
+them seeded alike), and the phases are split into --rounds rounds that alternate between the
+servers, so that a changing load on the machine falls on every variant alike:
+
+  python bench/server_bench.py --rounds 4 \
+      --variant no-batching:TM_GUIDE_BATCH_MAX_SENTENCES=1 --variant batching:
 """
 
 from __future__ import annotations
@@ -26,8 +33,9 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +104,29 @@ class BenchOptions:
     model: str | None = None
     translate: bool = True
     seed: int = 1
+    rounds: int = 1
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One server configuration: a name and the environment variables it adds."""
+
+    name: str
+    env: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def parse(cls, text: str) -> Variant:
+        """NAME:VAR=VALUE[,VAR=VALUE...] (NAME: alone adds nothing)."""
+        name, _, assignments = text.partition(":")
+        env = []
+        for item in filter(None, (a.strip() for a in assignments.split(","))):
+            key, sep, value = item.partition("=")
+            if not sep or not key.startswith("TM_GUIDE_"):
+                raise argparse.ArgumentTypeError(f"expected TM_GUIDE_VAR=VALUE, not {item!r}")
+            env.append((key, value))
+        if not name:
+            raise argparse.ArgumentTypeError(f"variant {text!r} has no name")
+        return cls(name, tuple(env))
 
 
 @dataclass
@@ -105,14 +136,23 @@ class PhaseResult:
     errors: list[str]
     seconds: float
 
-    def row(self) -> str:
+    def merged(self, other: PhaseResult) -> PhaseResult:
+        return PhaseResult(
+            self.name,
+            self.latencies + other.latencies,
+            self.errors + other.errors,
+            self.seconds + other.seconds,
+        )
+
+    def row(self, variant: str) -> str:
         lat = sorted(self.latencies)
+        head = f"{variant:<16} {self.name:<8}"
         if not lat:
-            return f"{self.name:<10} {0:>8} {len(self.errors):>7}"
+            return f"{head} {len(self.errors):>8} {len(self.errors):>7}"
         p50 = statistics.median(lat) * 1000
         p95 = lat[min(len(lat) - 1, int(round(0.95 * (len(lat) - 1))))] * 1000
         return (
-            f"{self.name:<10} {len(lat) + len(self.errors):>8} {len(self.errors):>7} "
+            f"{head} {len(lat) + len(self.errors):>8} {len(self.errors):>7} "
             f"{len(lat) / self.seconds:>10.1f} {p50:>9.1f} {p95:>9.1f} {lat[-1] * 1000:>9.1f}"
         )
 
@@ -148,7 +188,7 @@ def sentence(rng: random.Random, n: int) -> str:
 
 
 def run_phase(
-    name: str, jobs: list[Callable[[], tuple[int, Any]]], clients: int, ok: int
+    name: str, jobs: Sequence[Callable[[], tuple[int, Any]]], clients: int, ok: int
 ) -> PhaseResult:
     latencies: list[float] = []
     errors: list[str] = []
@@ -205,12 +245,31 @@ def main(argv: list[str] | None = None) -> int:
         default=30,
         help="subword tokens per suggestion segment (about 2/3 as many words)",
     )
-    parser.add_argument("--threads", type=int, default=8, help="server threads")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=16,
+        help="server threads (default 16: one per client, so that every request is in the server)",
+    )
     parser.add_argument("--db", default=None, help="database URL (default: a fresh SQLite file)")
     parser.add_argument(
         "--model", default=None, help="model bundle (default: TM_GUIDE_MODEL or the demo model)"
     )
     parser.add_argument("--matches-only", action="store_true", help="suggest without MT")
+    parser.add_argument(
+        "--variant",
+        type=Variant.parse,
+        action="append",
+        default=None,
+        metavar="NAME:VAR=VALUE,...",
+        help="a server configuration to compare (repeatable; default: one server as configured)",
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="split the phases into this many rounds, alternating between the variants",
+    )
     args = parser.parse_args(argv)
     options = BenchOptions(
         clients=min(args.clients, 64),
@@ -223,13 +282,90 @@ def main(argv: list[str] | None = None) -> int:
         db_url=args.db,
         model=args.model,
         translate=not args.matches_only,
+        rounds=max(1, args.rounds),
     )
+    variants = args.variant or [Variant("server")]
+    if args.db and len(variants) > 1:
+        parser.error("--db serves one variant only (the variants would share one memory)")
+    if len({v.name for v in variants}) != len(variants):
+        parser.error("variant names must differ")
     with tempfile.TemporaryDirectory(prefix="tm-guide-bench-") as tmp:
-        return bench(options, Path(tmp))
+        return bench(options, variants, Path(tmp))
 
 
-def bench(options: BenchOptions, work: Path) -> int:
-    rng = random.Random(options.seed)
+@dataclass
+class Running:
+    """A started server of one variant, its workload and what its phases measured."""
+
+    variant: Variant
+    process: subprocess.Popen[bytes]
+    api: Http
+    work: Path
+    seed_pairs: list[tuple[str, str]]
+    queries: list[str]
+    adds: list[tuple[str, str]]
+    before: int = 0
+    add_result: PhaseResult | None = None
+    suggest_result: PhaseResult | None = None
+
+
+def bench(options: BenchOptions, variants: list[Variant], work: Path) -> int:
+    running: list[Running] = []
+    try:
+        for index, variant in enumerate(variants):
+            running.append(_start(options, variant, work / f"v{index}"))
+        for server in running:
+            _wait_ready(server.api, server.process, server.work)
+            _prepare(options, server)
+        suggest_body = {"memories": ["bench"], "options": {"translate": options.translate}}
+        for round_no in range(options.rounds):
+            for server in running:
+                api = server.api
+                add_jobs = [
+                    partial(
+                        api.call, "POST", "/v1/memories/bench/segments", {"source": s, "target": t}
+                    )
+                    for s, t in _share(server.adds, round_no, options.rounds)
+                ]
+                added = run_phase("add", add_jobs, options.clients, 201)
+                suggest_jobs = [
+                    partial(api.call, "POST", "/v1/suggest", {**suggest_body, "source": q})
+                    for q in _share(server.queries, round_no, options.rounds)
+                ]
+                suggested = run_phase("suggest", suggest_jobs, options.clients, 200)
+                server.add_result = _merge(server.add_result, added)
+                server.suggest_result = _merge(server.suggest_result, suggested)
+        print(
+            f"server: 1 worker x {options.threads} threads, {options.clients} clients, "
+            f"db {'postgresql' if (options.db_url or '').startswith('postgres') else 'sqlite'}, "
+            f"translate={options.translate}, {os.cpu_count()} CPUs, "
+            f"{options.rounds} round(s) alternating between variants"
+        )
+        for server in running:
+            env = " ".join(f"{k}={v}" for k, v in server.variant.env) or "(as configured)"
+            print(f"variant {server.variant.name}: {env}")
+        print(
+            f"{'variant':<16} {'phase':<8} {'requests':>8} {'errors':>7} {'req/s':>10} "
+            f"{'p50 ms':>9} {'p95 ms':>9} {'max ms':>9}"
+        )
+        failed = False
+        for server in running:
+            assert server.add_result is not None and server.suggest_result is not None
+            print(server.add_result.row(server.variant.name))
+            print(server.suggest_result.row(server.variant.name))
+        for server in running:
+            failed |= _report_checks(server)
+    finally:
+        for server in running:
+            server.process.terminate()
+        for server in running:
+            server.process.wait(timeout=60)
+    return 1 if failed else 0
+
+
+def _start(options: BenchOptions, variant: Variant, work: Path) -> Running:
+    work.mkdir(parents=True)
+    rng = random.Random(options.seed)  # every variant gets the same workload
     env = {
         k: v
         for k, v in os.environ.items()
@@ -241,6 +377,7 @@ def bench(options: BenchOptions, work: Path) -> int:
     env["TM_GUIDE_JOBS_DIR"] = str(work / "jobs")
     if options.model:
         env["TM_GUIDE_MODEL"] = options.model
+    env.update(dict(variant.env))
     cli = [sys.executable, "-m", "tm_guide"]
     made = subprocess.run(
         [*cli, "keys", "create", "bench", "--scope", "*:write"],
@@ -254,81 +391,67 @@ def bench(options: BenchOptions, work: Path) -> int:
     command = [*cli, "serve", "--host", "127.0.0.1", "--port", str(port)]
     command += ["--threads", str(options.threads)]
     with open(work / "server.log", "wb") as log:
-        server = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        api = Http(port, token)
-        _wait_ready(api, server, work)
-        status, body = api.call(
-            "POST", "/v1/memories", {"name": "bench", "source_lang": "en", "target_lang": "de"}
-        )
-        assert status == 201, body
-        seed_pairs, queries = _workload(options, rng)
-        _seed(api, seed_pairs)
-        before = api.call("GET", "/v1/memories/bench")[1]["segment_count"]
+        process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+    seed_pairs, queries = _workload(options, rng)
+    adds = [
+        (f"{sentence(rng, rng.randint(8, 20))} Ref{i:05d}", f"Satz Ref{i:05d}.")
+        for i in range(options.adds)
+    ]
+    return Running(variant, process, Http(port, token), work, seed_pairs, queries, adds)
 
-        adds = [
-            (f"{sentence(rng, rng.randint(8, 20))} Ref{i:05d}", f"Satz Ref{i:05d}.")
-            for i in range(options.adds)
-        ]
-        add_jobs = [
-            (
-                lambda s=s, t=t: api.call(
-                    "POST", "/v1/memories/bench/segments", {"source": s, "target": t}
-                )
-            )
-            for s, t in adds
-        ]
-        add_result = run_phase("add", add_jobs, options.clients, 201)
 
-        suggest_body = {"memories": ["bench"], "options": {"translate": options.translate}}
-        suggest_jobs = [
-            (lambda q=q: api.call("POST", "/v1/suggest", {**suggest_body, "source": q}))
-            for q in queries
-        ]
-        suggest_result = run_phase("suggest", suggest_jobs, options.clients, 200)
-
-        after = api.call("GET", "/v1/memories/bench")[1]["segment_count"]
-        found = sum(
-            1
-            for s, _ in adds
-            if any(
-                h["source"] == s
-                for h in api.call(
-                    "GET", "/v1/memories/bench/concordance?q=" + s.rsplit(" ", 1)[-1] + "&limit=5"
-                )[1]["segments"]
-            )
-        )
-        metrics = _stage_means(port)
-    finally:
-        server.terminate()
-        server.wait(timeout=60)
-
-    print(
-        f"server: 1 worker x {options.threads} threads, {options.clients} clients, "
-        f"db {'sqlite' if env['TM_GUIDE_DB'].startswith('sqlite') else 'postgresql'}, "
-        f"translate={options.translate}, {os.cpu_count()} CPUs"
+def _prepare(options: BenchOptions, server: Running) -> None:
+    """Create and seed the memory (an import job), and note its size before the phases."""
+    api = server.api
+    status, body = api.call(
+        "POST", "/v1/memories", {"name": "bench", "source_lang": "en", "target_lang": "de"}
     )
-    print(
-        f"{'phase':<10} {'requests':>8} {'errors':>7} {'req/s':>10} "
-        f"{'p50 ms':>9} {'p95 ms':>9} {'max ms':>9}"
+    assert status == 201, body
+    _seed(api, server.seed_pairs)
+    server.before = api.call("GET", "/v1/memories/bench")[1]["segment_count"]
+
+
+def _share(items: list[Any], round_no: int, rounds: int) -> list[Any]:
+    """Round `round_no`'s share of the items (every item in exactly one round)."""
+    return items[round_no::rounds]
+
+
+def _merge(total: PhaseResult | None, part: PhaseResult) -> PhaseResult:
+    return part if total is None else total.merged(part)
+
+
+def _report_checks(server: Running) -> bool:
+    """Stage means and the no-lost-writes check of one server; True when something failed."""
+    api, name = server.api, server.variant.name
+    assert server.add_result is not None and server.suggest_result is not None
+    after = api.call("GET", "/v1/memories/bench")[1]["segment_count"]
+    found = sum(
+        1
+        for s, _ in server.adds
+        if any(
+            h["source"] == s
+            for h in api.call(
+                "GET", "/v1/memories/bench/concordance?q=" + s.rsplit(" ", 1)[-1] + "&limit=5"
+            )[1]["segments"]
+        )
     )
-    print(add_result.row())
-    print(suggest_result.row())
+    metrics = _stage_means(api.port)
     if metrics:
         print(
-            "mean stage time per suggestion (ms): "
+            f"{name}: mean stage time per suggestion (ms; batch_size: sentences per engine call): "
             + ", ".join(f"{k} {v:.1f}" for k, v in metrics.items())
         )
-    lost = len(add_result.latencies) - (after - before)
-    verdict = "OK" if lost == 0 and found == len(adds) else "LOST OR DOUBLED"
+    acknowledged = len(server.add_result.latencies)
+    lost = acknowledged - (after - server.before)
+    verdict = "OK" if lost == 0 and found == len(server.adds) else "LOST OR DOUBLED"
     print(
-        f"writes: {len(add_result.latencies)} acknowledged, memory grew by {after - before}, "
-        f"{found}/{len(adds)} found again by concordance -> {verdict}"
+        f"{name}: writes: {acknowledged} acknowledged, memory grew by {after - server.before}, "
+        f"{found}/{len(server.adds)} found again by concordance -> {verdict}"
     )
-    for error in (add_result.errors + suggest_result.errors)[:5]:
-        print("error:", error)
-    failed = add_result.errors or suggest_result.errors or lost != 0 or found != len(adds)
-    return 1 if failed else 0
+    errors = server.add_result.errors + server.suggest_result.errors
+    for error in errors[:5]:
+        print(f"{name}: error:", error)
+    return bool(errors) or lost != 0 or found != len(server.adds)
 
 
 def _wait_ready(api: Http, server: subprocess.Popen[bytes], work: Path) -> None:
@@ -429,6 +552,10 @@ def _stage_means(port: int) -> dict[str, float]:
         elif line.startswith("tm_guide_stage_duration_seconds_count"):
             stage = line.split('stage="', 1)[1].split('"', 1)[0]
             counts[stage] = float(line.rsplit(" ", 1)[1])
+        elif line.startswith("tm_guide_decode_batch_sentences_sum"):
+            sums["batch_size"] = float(line.rsplit(" ", 1)[1]) / 1000
+        elif line.startswith("tm_guide_decode_batch_sentences_count"):
+            counts["batch_size"] = float(line.rsplit(" ", 1)[1])
     return {stage: sums[stage] / counts[stage] * 1000 for stage in sums if counts.get(stage)}
 
 
