@@ -12,6 +12,7 @@ import threading
 from collections.abc import Iterable, Sequence
 
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64)
 
 Labels = tuple[tuple[str, str], ...]
 
@@ -101,6 +102,11 @@ class Registry:
             "tm_guide_stage_duration_seconds",
             "Time spent per suggestion stage (retrieval, pieces, decoding, ...).",
         )
+        self.batch_sentences = Histogram(
+            "tm_guide_decode_batch_sentences",
+            "Sentences in the engine call that decoded a suggestion request (micro-batching).",
+            buckets=BATCH_BUCKETS,
+        )
         self.segments_added = Counter(
             "tm_guide_segments_written_total",
             "Segments added, updated or imported through the API.",
@@ -108,6 +114,12 @@ class Registry:
 
     def render(self) -> str:
         lines: list[str] = []
-        for metric in (self.requests, self.latency, self.stages, self.segments_added):
+        for metric in (
+            self.requests,
+            self.latency,
+            self.stages,
+            self.batch_sentences,
+            self.segments_added,
+        ):
             lines.extend(metric.render())
         return "\n".join(lines) + "\n"

@@ -26,6 +26,7 @@ class Services:
         self._bundle: Any = None
         self._aligner: Any = None
         self._translator: Any = None
+        self._decoder: Any = None
 
     def store(self) -> Any:
         if self._store is None:
@@ -45,7 +46,11 @@ class Services:
                     from tm_guide.model import Bundle
 
                     settings = self.config.settings
-                    self._bundle = Bundle.load(settings.model_path, device=settings.device)
+                    self._bundle = Bundle.load(
+                        settings.model_path,
+                        device=settings.device,
+                        intra_threads=self.config.compute.resolved_threads,
+                    )
         return self._bundle
 
     def aligner(self) -> Any:
@@ -79,9 +84,33 @@ class Services:
                     self._translator = load_translator(self.config, bundle, self.store(), aligner)
         return self._translator
 
+    def decoder(self) -> Any:
+        """Where suggestion requests decode: one batching decoder thread per worker, or (with
+        batching off) the request's own thread. See server/batching.py."""
+        if self._decoder is None:
+            translator = self.translator()
+            with self._lock:
+                if self._decoder is None:
+                    from server.batching import DecodeBatcher, DirectDecoder
+
+                    def translate(sentences: Any, options: Any, pieces: Any) -> Any:
+                        return translator.translate(sentences, options, pieces=pieces)
+
+                    compute = self.config.compute
+                    if compute.batching:
+                        self._decoder = DecodeBatcher(
+                            translate, compute.batch_max_sentences, compute.batch_wait_ms / 1000
+                        )
+                    else:
+                        self._decoder = DirectDecoder(translate)
+        return self._decoder
+
     def close(self) -> None:
         self.jobs.shutdown()
         with self._lock:
+            if self._decoder is not None:
+                self._decoder.close()
+                self._decoder = None
             if self._store is not None:
                 self._store.close()
                 self._store = None

@@ -30,7 +30,7 @@ class ServeOptions:
     host: str = "127.0.0.1"
     port: int = 8000
     workers: int = 1
-    threads: int = 4
+    threads: int = 16  # one per concurrent editor: a waiting request costs a thread, not a core
     timeout_s: int = 120
     access_log: bool = False
     warm: bool = True  # open the store and load the model as soon as a worker starts

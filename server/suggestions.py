@@ -66,13 +66,18 @@ def suggest(
     if options.translate:
         translator = services.translator()
         model = _check_model_pair(translator, memories)
-        mt_options = translate_options(options.mt, options.m, list(penalties))
+        mt_options = translate_options(
+            options.mt, options.m, list(penalties), services.config.compute.resolved_threads
+        )
+        # Pieces are collected here, in the request's thread, so that a segment added just before
+        # is seen; only the decoding is shared with concurrent requests (server/batching.py).
         pieces = collect_pieces(translator, sources, mt_options)
         hits = [p.matches if p is not None else [] for p in pieces]
-        results = translator.translate(sources, mt_options, pieces=pieces)
-        shaped = translations_json(translator, results, store, names)
+        decoded = services.decoder().translate(sources, mt_options, pieces)
+        services.metrics.batch_sentences.observe(decoded.batch_sentences)
+        shaped = translations_json(translator, decoded.results, store, names)
         for i, one in enumerate(shaped):
-            stage_ms[i] = _stage_timings(pieces[i], one.pop("timings_ms"))
+            stage_ms[i] = _stage_timings(pieces[i], one.pop("timings_ms"), decoded.queued_s)
         translations = list(shaped)
     else:
         hits = []
@@ -107,9 +112,15 @@ def suggest(
     }
 
 
-def _stage_timings(pieces: Any, decoded_ms: dict[str, float]) -> dict[str, float]:
-    """Retrieval and piece collection as the piece builder measured them, then decoding."""
-    timings = {"retrieval": 0.0, "pieces": 0.0, "decoding": decoded_ms.get("decoding", 0.0)}
+def _stage_timings(pieces: Any, decoded_ms: dict[str, float], queued_s: float) -> dict[str, float]:
+    """Retrieval and piece collection as the piece builder measured them, the wait for the
+    decoding thread, then decoding (this sentence's share of its engine call)."""
+    timings = {
+        "retrieval": 0.0,
+        "pieces": 0.0,
+        "queue": round(queued_s * 1000, 3),
+        "decoding": decoded_ms.get("decoding", 0.0),
+    }
     if pieces is not None:
         retrieval = pieces.timings.get("retrieval", 0.0)
         timings["retrieval"] = round(retrieval * 1000, 3)

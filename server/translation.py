@@ -38,16 +38,21 @@ def load_translator(config: Any, bundle: Any, store: Any, aligner: Any) -> Any:
     from tm_guide.decoding.translator import GuidedTranslator, TranslateOptions
 
     translator = GuidedTranslator(bundle, store)
-    translator.translate(["warm up"], TranslateOptions(engine=ENGINE))
+    threads = config.compute.resolved_threads
+    translator.translate(["warm up"], TranslateOptions(engine=ENGINE, threads=threads))
     return translator
 
 
-def translate_options(options: MTOptions, m: int, memory_ids: Sequence[int]) -> Any:
-    """TranslateOptions for one request: what the request leaves open keeps the library default."""
+def translate_options(
+    options: MTOptions, m: int, memory_ids: Sequence[int], threads: int = 0
+) -> Any:
+    """TranslateOptions for one request: what the request leaves open keeps the library default.
+    `threads` is the engines' intra-op thread count (the server's TM_GUIDE_COMPUTE_THREADS)."""
     from tm_guide.decoding.translator import TranslateOptions
 
     chosen: dict[str, Any] = {
         "engine": ENGINE,
+        "threads": threads,
         "m": m,
         "binary_reward": options.binary_reward,
         "return_unguided": options.unguided,

@@ -19,12 +19,28 @@ def test_limits_and_switches_come_from_the_environment(monkeypatch: pytest.Monke
     assert config.limits.max_batch_size == 8 and config.auth_enabled is False
 
 
+def test_micro_batching_settings_come_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert ServerConfig.from_env(Settings()).compute.batching
+    monkeypatch.setenv("TM_GUIDE_BATCH_MAX_SENTENCES", "1")
+    monkeypatch.setenv("TM_GUIDE_BATCH_WAIT_MS", "2.5")
+    monkeypatch.setenv("TM_GUIDE_COMPUTE_THREADS", "0")
+    compute = ServerConfig.from_env(Settings()).compute
+    assert not compute.batching and compute.batch_wait_ms == 2.5
+    assert compute.resolved_threads >= 1  # 0 = the CPUs the process may use
+
+
 @pytest.mark.parametrize(
     ("name", "value"),
     [
         ("TM_GUIDE_AUTH", "maybe"),
         ("TM_GUIDE_MAX_BODY_BYTES", "lots"),
         ("TM_GUIDE_MAX_BATCH_SIZE", "0"),
+        ("TM_GUIDE_BATCH_MAX_SENTENCES", "0"),
+        ("TM_GUIDE_BATCH_WAIT_MS", "soon"),
+        ("TM_GUIDE_BATCH_WAIT_MS", "-1"),
+        ("TM_GUIDE_COMPUTE_THREADS", "-1"),
     ],
 )
 def test_bad_setting_is_an_error_naming_the_variable(

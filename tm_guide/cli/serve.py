@@ -25,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
     parser.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
-    parser.add_argument("--threads", type=int, default=4, help="threads per worker (default 4)")
+    parser.add_argument("--threads", type=int, default=16, help="threads per worker (default 16)")
     parser.add_argument(
         "--timeout", type=int, default=120, help="seconds before a stuck worker is restarted"
     )

@@ -1,0 +1,196 @@
+"""Micro-batching: the guided decoding of concurrent suggestion requests runs as one beam search.
+
+Why: on a few CPU cores, one beam search per request thread makes the searches compete for the
+same cores, and each step of a small batch is mostly per-call overhead. One decoding thread that
+takes every request waiting and decodes their sentences together does the same work in little
+more than the time of one search, and never runs more engine threads than there are cores.
+
+Each request keeps its own semantics:
+- retrieval and pieces are collected in the request's own thread before it is queued, so a
+  segment added just before the request is used by it, and each request's memories, M, minimum
+  similarity and reward type shape only its own pieces;
+- only requests whose decoding options are equal (lambda, beam size, unguided twin, ...) share an
+  engine call; the others are decoded in separate calls of the same round;
+- when a shared call fails, its requests are decoded again one by one, so a bad request fails
+  alone and the others get their results.
+
+The output cap (a multiple of the source length) is one value per engine call, taken from the
+longest sentence of the call, as for the segments of one multi-segment request.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+# Fields of TranslateOptions that act only on piece collection, which is done per request before
+# decoding: requests that differ only in these can share a beam search.
+PIECE_ONLY_FIELDS = ("m", "min_similarity", "binary_reward", "memory_ids")
+
+TranslateFn = Callable[[Sequence[str], Any, Sequence[Any]], list[Any]]
+
+
+@dataclass
+class _Job:
+    sentences: list[str]
+    pieces: list[Any]
+    options: Any  # TranslateOptions, with the piece-only fields reset (the grouping key)
+    enqueued: float
+    done: threading.Event = field(default_factory=threading.Event)
+    results: list[Any] | None = None
+    error: BaseException | None = None
+    started: float = 0.0  # when its engine call began
+    batch_sentences: int = 0  # sentences in that call
+
+
+@dataclass(frozen=True)
+class Decoded:
+    """The results of one request, with how long it queued and how big its engine call was."""
+
+    results: list[Any]
+    queued_s: float
+    batch_sentences: int
+
+
+def decoding_key(options: Any) -> Any:
+    """The options with the piece-only fields reset: equal keys can share an engine call."""
+    defaults = {
+        f.name: f.default for f in dataclasses.fields(options) if f.name in PIECE_ONLY_FIELDS
+    }
+    return dataclasses.replace(options, **defaults)
+
+
+class DecodeBatcher:
+    """Collects decoding jobs from request threads and runs them on one decoding thread."""
+
+    def __init__(self, translate: TranslateFn, max_sentences: int, max_wait_s: float) -> None:
+        self._translate = translate
+        self.max_sentences = max(1, max_sentences)
+        self.max_wait_s = max(0.0, max_wait_s)
+        self._queue: collections.deque[_Job] = collections.deque()
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._closed = False
+
+    def translate(self, sentences: Sequence[str], options: Any, pieces: Sequence[Any]) -> Decoded:
+        """Decode one request's sentences (with its pieces) and wait for its own results."""
+        job = _Job(list(sentences), list(pieces), decoding_key(options), time.perf_counter())
+        with self._cond:
+            if self._closed:
+                raise RuntimeError("the decoder is shut down")
+            self._queue.append(job)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(
+                    target=self._run, name="tm-guide-decoder", daemon=True
+                )
+                self._thread.start()
+            self._cond.notify()
+        job.done.wait()
+        if job.error is not None:
+            raise job.error
+        assert job.results is not None
+        return Decoded(job.results, job.started - job.enqueued, job.batch_sentences)
+
+    def close(self) -> None:
+        """Finish what is queued, then stop the decoding thread."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+            thread = self._thread
+        if thread is not None:
+            thread.join(timeout=60)
+
+    # -- decoding thread ------------------------------------------------------------------
+    def _run(self) -> None:
+        while True:
+            jobs = self._next_round()
+            if not jobs:
+                return
+            try:
+                for group in _groups(jobs):
+                    self._decode(group)
+            finally:  # whatever happened, no request thread waits forever
+                for job in jobs:
+                    if not job.done.is_set():
+                        job.error = job.error or RuntimeError("decoding was interrupted")
+                        job.done.set()
+
+    def _next_round(self) -> list[_Job]:
+        """The jobs of the next round: wait for the first, then until `max_sentences` sentences
+        are waiting or the oldest job has waited `max_wait_s`."""
+        with self._cond:
+            while not self._queue and not self._closed:
+                self._cond.wait()
+            if not self._queue:
+                return []
+            deadline = self._queue[0].enqueued + self.max_wait_s
+            while not self._closed and _count(self._queue) < self.max_sentences:
+                remaining = deadline - time.perf_counter()
+                if remaining <= 0:
+                    break
+                self._cond.wait(remaining)
+            jobs = [self._queue.popleft()]
+            total = len(jobs[0].sentences)
+            while self._queue and total + len(self._queue[0].sentences) <= self.max_sentences:
+                job = self._queue.popleft()
+                jobs.append(job)
+                total += len(job.sentences)
+            return jobs
+
+    def _decode(self, group: list[_Job]) -> None:
+        sentences = [s for job in group for s in job.sentences]
+        pieces = [p for job in group for p in job.pieces]
+        started = time.perf_counter()
+        for job in group:
+            job.started, job.batch_sentences = started, len(sentences)
+        try:
+            results = self._translate(sentences, group[0].options, pieces)
+        except Exception as exc:
+            if len(group) == 1:
+                group[0].error = exc
+                group[0].done.set()
+                return
+            log.warning(
+                "a batch of %d requests failed (%s); decoding them one by one", len(group), exc
+            )
+            for job in group:
+                self._decode([job])
+            return
+        offset = 0
+        for job in group:
+            job.results = results[offset : offset + len(job.sentences)]
+            offset += len(job.sentences)
+            job.done.set()
+
+
+def _count(queue: collections.deque[_Job]) -> int:
+    return sum(len(job.sentences) for job in queue)
+
+
+def _groups(jobs: list[_Job]) -> list[list[_Job]]:
+    """Jobs with equal decoding options, in order of their first arrival."""
+    groups: dict[Any, list[_Job]] = {}
+    for job in jobs:
+        groups.setdefault(job.options, []).append(job)
+    return list(groups.values())
+
+
+class DirectDecoder:
+    """No batching: each request decodes in its own thread (TM_GUIDE_BATCH_MAX_SENTENCES=1)."""
+
+    def __init__(self, translate: TranslateFn) -> None:
+        self._translate = translate
+
+    def translate(self, sentences: Sequence[str], options: Any, pieces: Sequence[Any]) -> Decoded:
+        return Decoded(self._translate(sentences, options, pieces), 0.0, len(sentences))
+
+    def close(self) -> None:
+        """Nothing to stop."""

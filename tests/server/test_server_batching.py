@@ -1,0 +1,219 @@
+"""Concurrent suggestion requests are decoded together (micro-batching), and each still gets its
+own result: the one it gets when asked alone, with its own options; a bad request among them
+fails alone."""
+
+from __future__ import annotations
+
+import random
+import threading
+from typing import Any
+
+import pytest
+from server_client import Client, Reply
+from server_scenarios import add_segment, create_memory
+
+from server.batching import DecodeBatcher
+
+TM = [
+    ("Click open the menu file save window dialog.", "Klicken öffnen das menü datei speichern."),
+    ("Select table cell text page insert format.", "Auswählen tabelle zelle text seite einfügen."),
+    (
+        "Choose the button chart style paragraph font.",
+        "Wählen schaltfläche diagramm vorlage absatz.",
+    ),
+    ("Print export import options settings view.", "Drucken exportieren optionen einstellungen."),
+]
+WORDS = tuple(
+    [
+        "click",
+        "open",
+        "the",
+        "menu",
+        "file",
+        "save",
+        "window",
+        "dialog",
+        "select",
+        "table",
+        "cell",
+        "text",
+        "page",
+        "insert",
+        "format",
+        "tools",
+        "edit",
+        "view",
+        "help",
+        "document",
+        "choose",
+        "button",
+        "chart",
+        "style",
+        "paragraph",
+        "font",
+        "column",
+        "row",
+    ]
+)
+
+
+def equal_length_queries(bundle: Any, count: int) -> list[str]:
+    """Distinct queries of one source length in tokens. The output cap of an engine call follows
+    its longest sentence (as for the segments of one request), and a random-weight model runs to
+    the cap, so equal lengths are what make a shared call and a lone one comparable."""
+    rng = random.Random(3)
+    by_length: dict[int, list[str]] = {}
+    while True:
+        query = " ".join(rng.choice(WORDS) for _ in range(7)).capitalize() + "."
+        same = by_length.setdefault(len(bundle.encode_source(query)), [])
+        if query not in same:
+            same.append(query)
+        if len(same) == count:
+            return same
+
+
+def batch_histogram(client: Client) -> tuple[float, float]:
+    """From /metrics: (decoded requests, requests whose engine call held one sentence only)."""
+    calls = single = 0.0
+    for line in client.get("/metrics").body.decode().splitlines():
+        if line.startswith("tm_guide_decode_batch_sentences_count"):
+            calls = float(line.rsplit(" ", 1)[1])
+        elif line.startswith('tm_guide_decode_batch_sentences_bucket{le="1"}'):
+            single = float(line.rsplit(" ", 1)[1])
+    return calls, single
+
+
+def together(client: Client, bodies: list[dict[str, Any]]) -> list[Reply]:
+    """Send all bodies at once, one thread each."""
+    replies: list[Reply | None] = [None] * len(bodies)
+    start = threading.Barrier(len(bodies))
+
+    def send(i: int) -> None:
+        start.wait()
+        replies[i] = client.post("/v1/suggest", bodies[i])
+
+    threads = [threading.Thread(target=send, args=(i,)) for i in range(len(bodies))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert all(r is not None for r in replies)
+    return [r for r in replies if r is not None]
+
+
+def own_result(reply: Reply) -> list[dict[str, Any]]:
+    """What a request asked for, without the timings (which depend on the company it had)."""
+    assert reply.status == 200, reply.body
+    out = []
+    for result in reply.json["results"]:
+        translation = dict(result["translation"])
+        out.append({"source": result["source"], "matches": result["matches"], **translation})
+    return out
+
+
+@pytest.fixture(scope="module")
+def server(start_server, tiny_bundle_dir):
+    # A long wait, so that requests sent at once surely meet in one engine call.
+    server = start_server(
+        model=tiny_bundle_dir, threads=16, extra_env={"TM_GUIDE_BATCH_WAIT_MS": "1000"}
+    )
+    create_memory(server.client, "tm")
+    create_memory(server.client, "french", "en", "fr")
+    for source, target in TM:
+        add_segment(server.client, "tm", source, target)
+    return server
+
+
+def test_concurrent_suggestions_share_engine_calls_and_get_their_own_results(
+    server, tiny_bundle
+) -> None:
+    client = server.client
+    queries = equal_length_queries(tiny_bundle, 6)
+    options: list[dict[str, Any]] = [
+        {},
+        {"unguided": True},
+        {"lambda": 4.0, "beam_size": 3},
+        {"m": 2, "min_similarity": 0.2},  # piece options only: may share the default call
+        {},
+        {"binary_reward": True},
+    ]
+    bodies = [
+        {"source": query, "memories": ["tm"], "options": opts}
+        for query, opts in zip(queries, options, strict=True)
+    ]
+    alone = [own_result(client.post("/v1/suggest", body)) for body in bodies]
+    decoded_before, alone_before = batch_histogram(client)
+
+    replies = together(client, bodies)
+
+    assert [own_result(reply) for reply in replies] == alone
+    assert alone[1][0]["unguided"] is not None and alone[0][0]["unguided"] is None
+    assert len({a[0]["source"] for a in alone}) == len(queries)
+    decoded, decoded_alone = batch_histogram(client)
+    assert decoded - decoded_before == len(bodies)
+    shared = len(bodies) - (decoded_alone - alone_before)
+    assert shared >= 2, "no engine call decoded more than one request"
+    assert all("queue" in r.json["results"][0]["timings_ms"] for r in replies)
+
+
+def test_bad_requests_among_concurrent_ones_fail_alone(server, tiny_bundle) -> None:
+    client = server.client
+    queries = equal_length_queries(tiny_bundle, 4)
+    good = [{"source": q, "memories": ["tm"]} for q in queries]
+    alone = [own_result(client.post("/v1/suggest", body)) for body in good]
+    bad: list[tuple[dict[str, Any], int]] = [
+        ({"source": queries[0], "memories": ["nowhere"]}, 404),
+        ({"source": queries[0], "memories": ["tm"], "options": {"beam_size": 0}}, 400),
+        ({"source": queries[0], "memories": ["tm"], "options": {"lambda": "much"}}, 400),
+        ({"source": queries[0], "memories": ["french"]}, 422),
+    ]
+
+    replies = together(client, good[:2] + [body for body, _ in bad] + good[2:])
+
+    good_replies = replies[:2] + replies[2 + len(bad) :]
+    assert [own_result(reply) for reply in good_replies] == alone
+    for reply, (_, status) in zip(replies[2 : 2 + len(bad)], bad, strict=True):
+        assert reply.status == status, reply.body
+        assert set(reply.json) >= {"error", "message"}
+
+
+def test_a_failing_engine_call_is_retried_request_by_request(tiny_bundle) -> None:
+    """When one request breaks the shared beam search, the others still get their results (the
+    broken one here carries pieces that are not translation pieces)."""
+    from tm_guide.decoding.translator import GuidedTranslator, TranslateOptions
+
+    translator = GuidedTranslator(tiny_bundle)
+    options = TranslateOptions(engine="auto", beam_size=2, max_length=12)
+
+    def translate(sentences: Any, opts: Any, pieces: Any) -> Any:
+        return translator.translate(sentences, opts, pieces=pieces)
+
+    batcher = DecodeBatcher(translate, max_sentences=8, max_wait_s=0.5)
+    jobs: dict[str, tuple[list[str], list[Any]]] = {
+        "good one": (["Open the menu file."], [None]),
+        "broken": (["Save the window."], [object()]),
+        "good two": (["Select table cell.", "Insert the chart."], [None, None]),
+    }
+    outcome: dict[str, Any] = {}
+    start = threading.Barrier(len(jobs))
+
+    def submit(name: str) -> None:
+        sentences, pieces = jobs[name]
+        start.wait()
+        try:
+            outcome[name] = batcher.translate(sentences, options, pieces)
+        except Exception as exc:  # the broken job's own error comes back to it
+            outcome[name] = exc
+
+    threads = [threading.Thread(target=submit, args=(name,)) for name in jobs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    batcher.close()
+
+    assert isinstance(outcome["broken"], AttributeError)
+    for name in ("good one", "good two"):
+        sentences, _ = jobs[name]
+        lone = translator.translate(sentences, options)
+        assert [r.translation for r in outcome[name].results] == [r.translation for r in lone]
