@@ -10,7 +10,7 @@ import pytest
 from tm_guide.errors import ImportFormatError
 from tm_guide.formats import read_tmx
 from tm_guide.records import SegmentRecord
-from tm_guide.store import Store
+from tm_guide.store import Store, StoreOptions
 
 
 def failing_records(path: str) -> Iterator[SegmentRecord]:
@@ -63,3 +63,27 @@ def test_malformed_tmx_file_rolls_back_a_large_import(store: Store, tmp_path: Pa
     assert (after.segment_count, after.revision) == (0, 0)
     assert list(store.iter_segments(after)) == []
     assert store.search([memory.id], "Sentence 12") == []
+
+
+def test_import_across_statistics_refreshes(db_url: str, index_dir: Path) -> None:
+    """A large import refreshes PostgreSQL's planner statistics midway (inside the transaction):
+    duplicates across batches still merge, and a failure after a refresh still rolls back."""
+    options = StoreOptions(import_batch=100, statistics_refresh_min=150)
+    with Store.open(db_url, index_dir, options) as store:
+        memory = store.create_memory("ui", "en", "de")
+        records = [SegmentRecord(f"Sentence {i}", f"Satz {i}") for i in range(1000)]
+        report = store.import_records(memory, records + records[:10])
+        assert (report.added, report.merged) == (1000, 10)
+        assert store.get_memory("ui").segment_count == 1000
+        before = snapshot(store, "ui")
+
+        def more_then_broken() -> Iterator[SegmentRecord]:
+            for i in range(1000, 3500):
+                yield SegmentRecord(f"Sentence {i}", f"Satz {i}")
+            raise ImportFormatError("big.tmx", 7, "<tuv> without <seg>")
+
+        with pytest.raises(ImportFormatError, match="big.tmx:7"):
+            store.import_records(store.get_memory("ui"), more_then_broken())
+        assert snapshot(store, "ui") == before
+        hits = store.search([memory.id], "Sentence 3000", limit=100)
+        assert hits and all(hit.segment.source != "Sentence 3000" for hit in hits)
