@@ -57,7 +57,6 @@ class IndexOptions:
     min_query_terms: int = 2
     posting_budget: int = 20000
     writer_timeout_s: float = 30.0
-    bulk_memory_mb: int = 128
     # Small changes wait in memory (searched at once) and reach the disk in one commit when this
     # many documents have gathered; the database revision lets other processes catch up.
     buffer_docs: int = 500

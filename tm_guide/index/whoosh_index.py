@@ -26,6 +26,7 @@ from tm_guide.index.base import IndexChange, IndexDoc, IndexOptions, MemoryKey, 
 from tm_guide.index.bm25 import LeafCache, Stats, top_documents
 from tm_guide.index.overlay import Overlay
 from tm_guide.index.terms import WORD_PATTERN, index_terms
+from tm_guide.index.whoosh_bulk import BulkSegmentWriter
 
 log = logging.getLogger(__name__)
 
@@ -247,11 +248,11 @@ class WhooshIndex(SourceIndex):
     def rebuild(self, memory: MemoryKey, docs: Iterable[IndexDoc]) -> None:
         mi = self._memory(memory)
         with mi.lock:
-            writer = self._writer(mi, limitmb=self.options.bulk_memory_mb)
+            # One new segment written in bulk (postings gathered in memory, see whoosh_bulk).
+            writer = BulkSegmentWriter(mi.ix(), timeout=self.options.writer_timeout_s)
             try:
-                for doc in docs:
-                    writer.add_document(id=str(doc.segment_id), source=doc.source)
-                writer.add_document(id=META_ID, revision=memory.revision)
+                writer.add_docs(docs)
+                writer.add_meta(META_ID, memory.revision)
             except BaseException:
                 writer.cancel()
                 raise
