@@ -1,4 +1,5 @@
-"""Settings shared by the CLI, the server and the Docker files; every one comes from one environment variable."""
+"""Settings shared by the CLI, the server and the Docker files, each from one environment
+variable."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ class Settings:
     """Where the database, the search index and the model bundle live.
 
     TM_GUIDE_DB         SQLAlchemy URL (sqlite:///file.sqlite or postgresql+psycopg://...)
-    TM_GUIDE_INDEX_DIR  directory of the full-text index (default: next to an SQLite file, else ./tm-guide-index)
+    TM_GUIDE_INDEX_DIR  directory of the full-text index (default: next to an SQLite file,
+                        else ./tm-guide-index)
     TM_GUIDE_MODEL      model bundle directory or archive (default: the bundled demo model)
     TM_GUIDE_DEVICE     cpu, cuda or auto
     """
@@ -39,7 +41,8 @@ class Settings:
         device = _env("TM_GUIDE_DEVICE", "cpu")
         if device not in ("cpu", "cuda", "auto"):
             raise InvalidInput(
-                f"TM_GUIDE_DEVICE must be cpu, cuda or auto, not {device!r}", field="TM_GUIDE_DEVICE"
+                f"TM_GUIDE_DEVICE must be cpu, cuda or auto, not {device!r}",
+                field="TM_GUIDE_DEVICE",
             )
         return cls(
             db_url=url,
@@ -52,7 +55,7 @@ class Settings:
 def default_index_dir(db_url: str) -> Path:
     """An SQLite file keeps its index beside it, so that the two travel together."""
     prefix = "sqlite:///"
-    if db_url.startswith(prefix) and db_url[len(prefix):] not in ("", ":memory:"):
-        db_path = Path(db_url[len(prefix):])
+    if db_url.startswith(prefix) and db_url[len(prefix) :] not in ("", ":memory:"):
+        db_path = Path(db_url[len(prefix) :])
         return db_path.with_name(db_path.name + ".index")
     return Path("tm-guide-index")

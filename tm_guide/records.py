@@ -11,8 +11,8 @@ class SegmentRecord:
     """One source/target pair with its metadata, independent of where it came from.
 
     `source` and `target` are plain text (inline markup removed) and are what gets indexed and
-    translated; `source_markup`/`target_markup` keep the original inner XML of a TMX <seg> when it had
-    inline tags, so that export restores it.
+    translated; `source_markup`/`target_markup` keep the original inner XML of a TMX <seg> when it
+    had inline tags, so that export restores it.
     """
 
     source: str

@@ -1,4 +1,5 @@
-"""`tm-guide` command line: each subcommand group lives in its own module and registers itself here."""
+"""`tm-guide` command line: each subcommand group lives in its own module and registers itself
+here."""
 
 from __future__ import annotations
 

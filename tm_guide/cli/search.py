@@ -63,4 +63,3 @@ def search(args: argparse.Namespace) -> int:
         print(f"{percent:3d}%{where}  {hit.segment.source}")
         print(f"      {hit.segment.target}")
     return 0
-
