@@ -178,3 +178,54 @@ def test_a_new_small_memory_is_aligned_with_its_first_segments(store, gold_pairs
     aligner.align_segments([segment])
     segments = list(store.iter_segments(small))
     assert len(segments) == 61 and all(aligner.is_current(s) for s in segments)
+
+
+def _count_estimations(aligner: MemoryAligner) -> list[int]:
+    calls: list[int] = []
+    estimate = aligner._estimate_from_store
+
+    def counted(memory):  # type: ignore[no-untyped-def]
+        calls.append(memory.id)
+        time.sleep(0.05)  # long enough for the other callers to arrive meanwhile
+        return estimate(memory)
+
+    aligner._estimate_from_store = counted  # type: ignore[method-assign]
+    return calls
+
+
+def test_priors_of_an_import_aligned_through_an_older_memory_object_stay_fresh(  # type: ignore[no-untyped-def]
+    store, gold_pairs, gold_tokenizer, tmp_path: Path
+):
+    """An import job holds the memory as read before the import (0 segments) and aligns with
+    it: the priors still count the segments they came from, so the first add does not
+    re-estimate them from the whole memory."""
+    before_import = store.create_memory("job", "en", "de")
+    store.import_records(
+        before_import,
+        [SegmentRecord(" ".join(p.source), " ".join(p.target)) for p in gold_pairs],
+    )
+    aligner = MemoryAligner(store, gold_tokenizer, AlignOptions(cache_dir=tmp_path / "p"))
+    aligner.align_memory(before_import)
+    estimations = _count_estimations(aligner)
+    assert aligner.priors_for(store.get_memory("job")) is not None
+    assert estimations == []
+
+
+def test_concurrent_adds_share_one_estimation_of_due_priors(  # type: ignore[no-untyped-def]
+    store, memory, gold_tokenizer
+):
+    import threading
+
+    aligner = MemoryAligner(store, gold_tokenizer)  # no priors known: estimation is due
+    estimations = _count_estimations(aligner)
+    found: list[object] = []
+    threads = [
+        threading.Thread(target=lambda: found.append(aligner.priors_for(memory)))
+        for _ in range(6)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert estimations == [memory.id]
+    assert len(found) == 6 and all(p is found[0] and p is not None for p in found)

@@ -121,6 +121,7 @@ class MemoryAligner:
         self.options = options or AlignOptions()
         # memory id -> (priors, the memory's segment count when they were estimated)
         self._priors: dict[int, tuple[AlignmentPriors, int]] = {}
+        self._estimating: dict[int, threading.Lock] = {}
         self._lock = threading.Lock()
 
     @property
@@ -180,7 +181,9 @@ class MemoryAligner:
         alignments, links = align_token_pairs(source, target, self.options.bulk)
         self._store(segments, source, target, alignments, progress)
         priors = AlignmentPriors.estimate(source, target, links.forward, links.reverse)
-        self._remember_priors(memory, priors)
+        # The basis is what was aligned, not the count of the caller's memory object, which
+        # may predate the import that brought these segments in.
+        self._remember_priors(memory, priors, basis=len(segments))
         return len(segments)
 
     # ---- a few segments -------------------------------------------------------------------
@@ -230,6 +233,24 @@ class MemoryAligner:
     def priors_for(self, memory: Any) -> AlignmentPriors | None:
         """The memory's priors, re-estimated from its stored alignments once it grew by
         `refresh_fraction` since they were estimated; None while it has too few aligned pairs."""
+        priors = self._current_priors(memory)
+        if priors is None:
+            with self._estimation_lock(memory.id):
+                # Concurrent adds to a memory whose priors are due wait for one estimation
+                # (each reads the whole memory) instead of all running their own.
+                priors = self._current_priors(memory)
+                if priors is None:
+                    priors = self._estimate_from_store(memory)
+                    self._remember_priors(
+                        memory,
+                        priors,
+                        basis=memory.segment_count,
+                        persist=priors.pairs >= self.options.min_prior_pairs,
+                    )
+        return priors if priors.pairs >= self.options.min_prior_pairs else None
+
+    def _current_priors(self, memory: Any) -> AlignmentPriors | None:
+        """Known priors that are still fresh for the memory's size, or None."""
         with self._lock:
             cached = self._priors.get(memory.id)
         if cached is None:
@@ -237,10 +258,12 @@ class MemoryAligner:
         if cached is not None:
             priors, basis = cached
             if memory.segment_count <= basis * (1 + self.options.refresh_fraction):
-                return priors if priors.pairs >= self.options.min_prior_pairs else None
-        priors = self._estimate_from_store(memory)
-        self._remember_priors(memory, priors, persist=priors.pairs >= self.options.min_prior_pairs)
-        return priors if priors.pairs >= self.options.min_prior_pairs else None
+                return priors
+        return None
+
+    def _estimation_lock(self, memory_id: int) -> threading.Lock:
+        with self._lock:
+            return self._estimating.setdefault(memory_id, threading.Lock())
 
     def _estimate_from_store(self, memory: Any) -> AlignmentPriors:
         source: list[list[str]] = []
@@ -273,9 +296,12 @@ class MemoryAligner:
             self._priors[memory.id] = (priors, priors.pairs)
         return priors, priors.pairs
 
-    def _remember_priors(self, memory: Any, priors: AlignmentPriors, persist: bool = True) -> None:
+    def _remember_priors(
+        self, memory: Any, priors: AlignmentPriors, basis: int, persist: bool = True
+    ) -> None:
+        """Keep priors estimated when the memory held `basis` segments."""
         with self._lock:
-            self._priors[memory.id] = (priors, memory.segment_count)
+            self._priors[memory.id] = (priors, basis)
         path = self._cache_path(memory)
         if path is not None and persist:
             path.parent.mkdir(parents=True, exist_ok=True)
