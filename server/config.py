@@ -45,6 +45,18 @@ class Compute:
     batch_max_sentences: int = 32
     batch_wait_ms: float = 5.0
     threads: int = 1
+    # auto: the fast exact PyTorch engine when the [torch] extra is installed, else the exact
+    # (slow) CTranslate2 step engine; rerank trades exactness for native speed
+    engine: str = "auto"
+
+    def __post_init__(self) -> None:
+        from tm_guide.decoding.translator import ENGINES
+
+        if self.engine not in ENGINES:
+            raise InvalidInput(
+                f"TM_GUIDE_ENGINE must be one of {', '.join(ENGINES)}, not {self.engine!r}",
+                field="TM_GUIDE_ENGINE",
+            )
 
     @property
     def batching(self) -> bool:
@@ -72,6 +84,7 @@ class ServerConfig:
     TM_GUIDE_BATCH_MAX_SENTENCES  sentences decoded together at most (default 32; 1 = no batching)
     TM_GUIDE_BATCH_WAIT_MS        how long a lone request waits for others to batch with (5)
     TM_GUIDE_COMPUTE_THREADS      intra-op threads of the engines (default 1; 0 = the usable CPUs)
+    TM_GUIDE_ENGINE               decoding engine: auto (default), torch, ct2 or rerank
     """
 
     settings: Settings = field(default_factory=Settings)
@@ -105,6 +118,7 @@ class ServerConfig:
             ),
             batch_wait_ms=_float_env("TM_GUIDE_BATCH_WAIT_MS", compute_defaults.batch_wait_ms),
             threads=_int_env("TM_GUIDE_COMPUTE_THREADS", compute_defaults.threads, minimum=0),
+            engine=os.environ.get("TM_GUIDE_ENGINE", "").strip() or compute_defaults.engine,
         )
         jobs_dir = os.environ.get("TM_GUIDE_JOBS_DIR", "").strip()
         return cls(

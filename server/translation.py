@@ -25,8 +25,6 @@ class MTOptions:
     unguided: bool = False
 
 
-# The fast exact engine when PyTorch is installed, else the exact CTranslate2 one.
-ENGINE = "auto"
 # Suggestions stop at twice the source length (+10 tokens): an editor never wants more, and a
 # runaway hypothesis would otherwise hold a worker for all max_length steps.
 MAX_LENGTH_RATIO = 2.0
@@ -38,21 +36,21 @@ def load_translator(config: Any, bundle: Any, store: Any, aligner: Any) -> Any:
     from tm_guide.decoding.translator import GuidedTranslator, TranslateOptions
 
     translator = GuidedTranslator(bundle, store)
-    threads = config.compute.resolved_threads
-    translator.translate(["warm up"], TranslateOptions(engine=ENGINE, threads=threads))
+    compute = config.compute
+    translator.translate(
+        ["warm up"], TranslateOptions(engine=compute.engine, threads=compute.resolved_threads)
+    )
     return translator
 
 
-def translate_options(
-    options: MTOptions, m: int, memory_ids: Sequence[int], threads: int = 0
-) -> Any:
-    """TranslateOptions for one request: what the request leaves open keeps the library default.
-    `threads` is the engines' intra-op thread count (the server's TM_GUIDE_COMPUTE_THREADS)."""
+def translate_options(options: MTOptions, m: int, memory_ids: Sequence[int], compute: Any) -> Any:
+    """TranslateOptions for one request: what the request leaves open keeps the library default;
+    the engine and its thread count are the server's (`Compute`)."""
     from tm_guide.decoding.translator import TranslateOptions
 
     chosen: dict[str, Any] = {
-        "engine": ENGINE,
-        "threads": threads,
+        "engine": compute.engine,
+        "threads": compute.resolved_threads,
         "m": m,
         "binary_reward": options.binary_reward,
         "return_unguided": options.unguided,

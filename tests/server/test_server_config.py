@@ -8,6 +8,7 @@ import pytest
 
 from server.config import ServerConfig
 from server.serving import ServeOptions, check_deployment
+from server.translation import MTOptions, translate_options
 from tm_guide.config import Settings
 from tm_guide.errors import InvalidInput
 
@@ -31,6 +32,16 @@ def test_micro_batching_settings_come_from_the_environment(
     assert compute.resolved_threads >= 1  # 0 = the CPUs the process may use
 
 
+def test_decoding_engine_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert ServerConfig.from_env(Settings()).compute.engine == "auto"
+    monkeypatch.setenv("TM_GUIDE_ENGINE", "rerank")
+    monkeypatch.setenv("TM_GUIDE_COMPUTE_THREADS", "1")
+    compute = ServerConfig.from_env(Settings()).compute
+    options = translate_options(MTOptions(lam=1.5), 10, [3], compute)
+    assert (options.engine, options.threads, options.lam) == ("rerank", 1, 1.5)
+    assert options.memory_ids == (3,)
+
+
 @pytest.mark.parametrize(
     ("name", "value"),
     [
@@ -41,6 +52,7 @@ def test_micro_batching_settings_come_from_the_environment(
         ("TM_GUIDE_BATCH_WAIT_MS", "soon"),
         ("TM_GUIDE_BATCH_WAIT_MS", "-1"),
         ("TM_GUIDE_COMPUTE_THREADS", "-1"),
+        ("TM_GUIDE_ENGINE", "fastest"),
     ],
 )
 def test_bad_setting_is_an_error_naming_the_variable(
