@@ -69,6 +69,8 @@ def report(tiny_bundle_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> P
             "0",
             "--bootstrap-samples",
             "50",
+            "--threads",
+            "1",
             "--quiet",
         ]
     )
@@ -116,3 +118,5 @@ def test_signature_names_model_tm_and_metric_settings(report: Path):
     assert signature["tm"]["revision"] >= 1
     assert "tok:13a" in signature["sacrebleu"]["bleu"]
     assert signature["packages"]["sacrebleu"]
+    text = (report / "README.md").read_text(encoding="utf-8")
+    assert "1 engine thread (CTranslate2 and PyTorch alike)" in text

@@ -79,6 +79,12 @@ def register(subparsers: Any) -> None:
         default=50,
         help="sentences timed for each extra engine (default 50)",
     )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="intra-op threads of CTranslate2 and PyTorch alike (default 1; 0 = their defaults)",
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--bootstrap-samples", type=int, default=1000)
     parser.add_argument("--no-plots", action="store_true", help="write no PNG figures")
@@ -107,6 +113,7 @@ def handle(args: argparse.Namespace) -> int:
         max_length_ratio=args.max_length_ratio,
         limit=args.limit,
         timing_limit=args.timing_limit,
+        threads=args.threads,
         seed=args.seed,
         bootstrap_samples=args.bootstrap_samples,
         progress=not args.quiet,

@@ -27,6 +27,10 @@ class EvalOptions:
     engines     decoding engines to time for Table 8; the first one produces the quality numbers
     limit       evaluate a seeded random sample of this many sentences of each set (None: all)
     timing_limit  sentences per extra engine for Table 8 (the main engine is timed on the whole run)
+    threads     intra-op threads of CTranslate2 and PyTorch alike, so that Table 8 compares
+                unguided and guided decoding on the same compute (0: each library's default).
+                1 by default: one beam search step is many small ops, and a second thread on a
+                2-core machine mostly waits for its sibling
     """
 
     test: Path
@@ -46,6 +50,7 @@ class EvalOptions:
     max_length_ratio: float = 2.0
     limit: int | None = None
     timing_limit: int = 50
+    threads: int = 1
     seed: int = 1
     bootstrap_samples: int = 1000
     progress: bool = True
@@ -63,6 +68,8 @@ class EvalOptions:
             raise InvalidInput(f"limit must be >= 1, not {self.limit}", field="limit")
         if self.beam_size < 1 or self.batch_size < 1 or self.timing_limit < 0:
             raise InvalidInput("beam_size and batch_size must be >= 1, timing_limit >= 0")
+        if self.threads < 0:
+            raise InvalidInput(f"threads must be >= 0, not {self.threads}", field="threads")
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready; paths as given, so a run with relative paths records no machine paths."""

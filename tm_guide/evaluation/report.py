@@ -210,8 +210,8 @@ def render_markdown(results: dict[str, Any], figures: dict[str, str]) -> str:
         "## Table 8: time per sentence (ms)",
         "",
         f"Machine: {sig['machine']['cpu']}, {sig['machine']['usable_cpus']} usable CPUs, "
-        f"device `{results['options']['device']}`. Per-sentence means over batches of "
-        f"{results['options']['batch_size']}.",
+        f"device `{results['options']['device']}`, {_threads(results['options'])}. "
+        f"Per-sentence means over batches of {results['options']['batch_size']}.",
         "",
     ]
     header = ["stage", *timing["engines"].keys()]
@@ -284,3 +284,13 @@ def write_report(results: dict[str, Any], output_dir: Path, plots: bool = True) 
         "markdown": md_path,
         **{key: output_dir / name for key, name in figures.items()},
     }
+
+
+def _threads(options: dict[str, Any]) -> str:
+    """How many compute threads the engines had (reports written before the option: unknown)."""
+    threads = options.get("threads")
+    if threads is None:
+        return "engine threads not recorded"
+    if threads == 0:
+        return "engine threads: the libraries' defaults"
+    return f"{threads} engine thread{'s' if threads != 1 else ''} (CTranslate2 and PyTorch alike)"

@@ -94,6 +94,7 @@ class Runner:
             max_length_ratio=options.max_length_ratio,
             m=options.m,
             memory_ids=(memory_id,),
+            threads=options.threads,
         )
 
     def collect(self, data: TestSet, m: int, binary: bool = False) -> CollectedPieces:
@@ -156,7 +157,7 @@ def run_evaluation(options: EvalOptions, command: str) -> dict[str, Any]:
 
     test, test_total = _load_set(options.test, options)
     dev, dev_total = _load_set(options.dev, options) if options.dev else (None, 0)
-    bundle = Bundle.load(options.model, device=options.device)
+    bundle = Bundle.load(options.model, device=options.device, intra_threads=options.threads)
     notes: list[str] = []
     if options.limit is not None:
         notes.append(
