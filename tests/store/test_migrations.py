@@ -8,11 +8,11 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, inspect
 
 from tm_guide.store import Store
-from tm_guide.store.engine import MIGRATIONS_DIR
+from tm_guide.store.engine import migrations_dir
 
 
 def config_for(url: str) -> Config:
-    config = Config(str(MIGRATIONS_DIR.parent / "alembic.ini"))
+    config = Config(str(migrations_dir().parent / "alembic.ini"))
     config.cmd_opts = None
     config.set_main_option("sqlalchemy.url", url)
     return config

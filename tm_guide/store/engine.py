@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,7 @@ from sqlalchemy.engine import make_url
 
 from tm_guide.errors import InvalidInput
 
-MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
+MIGRATIONS_PACKAGE = "tm_guide._migrations"  # migrations/ as the wheel ships it (pyproject.toml)
 SQLITE_BUSY_TIMEOUT_S = 30
 
 
@@ -44,14 +45,28 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
+def migrations_dir() -> Path:
+    """The Alembic scripts: the checkout's migrations/ (editable installs, the repository
+    itself) or the copy a regular install put into the package."""
+    checkout = Path(__file__).resolve().parents[2] / "migrations"
+    if (checkout / "env.py").is_file():
+        return checkout
+    spec = importlib.util.find_spec(MIGRATIONS_PACKAGE)
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    for location in locations:
+        if (Path(location) / "env.py").is_file():
+            return Path(location)
+    raise InvalidInput(
+        f"Alembic migrations not found (neither {checkout} nor the {MIGRATIONS_PACKAGE} package)"
+    )
+
+
 def alembic_config(url: str | None = None) -> Any:
     """An Alembic Config pointing at the project's migrations (no alembic.ini needed)."""
     from alembic.config import Config
 
-    if not MIGRATIONS_DIR.is_dir():
-        raise InvalidInput(f"migrations directory not found at {MIGRATIONS_DIR}")
     config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    config.set_main_option("script_location", str(migrations_dir()))
     if url is not None:
         config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
     config.attributes["configure_logger"] = False

@@ -1,0 +1,33 @@
+"""The wheel's package list (pyproject.toml) covers the code, and ships the Alembic scripts."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def setuptools_config() -> dict:  # type: ignore[type-arg]
+    with open(ROOT / "pyproject.toml", "rb") as handle:
+        return tomllib.load(handle)["tool"]["setuptools"]
+
+
+def test_every_python_package_of_the_repository_is_in_the_wheel() -> None:
+    found = {
+        ".".join(init.parent.relative_to(ROOT).parts)
+        for top in ("tm_guide", "server")
+        for init in (ROOT / top).rglob("__init__.py")
+    }
+    listed = set(setuptools_config()["packages"])
+    assert found <= listed, f"add to pyproject.toml [tool.setuptools] packages: {found - listed}"
+
+
+def test_migrations_ship_as_a_package_of_the_wheel() -> None:
+    config = setuptools_config()
+    assert config["package-dir"]["tm_guide._migrations"] == "migrations"
+    versions = sorted((ROOT / "migrations" / "versions").glob("*.py"))
+    assert versions and {"tm_guide._migrations", "tm_guide._migrations.versions"} <= set(
+        config["packages"]
+    )
+    assert "script.py.mako" in config["package-data"]["tm_guide._migrations"]
