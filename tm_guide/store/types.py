@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
+
+from tm_guide.records import TranslationUnit
 
 
 @dataclass(frozen=True)
@@ -21,24 +23,12 @@ class Memory:
     uuid: str = ""
 
 
-@dataclass
-class Segment:
+@dataclass(kw_only=True)
+class Segment(TranslationUnit):
     """A stored translation unit with its analysis (None until the aligner has run)."""
 
     id: int
     memory_id: int
-    source: str
-    target: str
-    tuid: str | None = None
-    context: str | None = None
-    source_markup: str | None = None
-    target_markup: str | None = None
-    created_at: datetime | None = None
-    created_by: str | None = None
-    changed_at: datetime | None = None
-    changed_by: str | None = None
-    usage_count: int = 0
-    props: dict[str, str] = field(default_factory=dict)
     source_tokens: list[str] | None = None
     target_tokens: list[str] | None = None
     alignment: list[tuple[int, int]] | None = None
