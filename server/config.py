@@ -10,6 +10,7 @@ from tm_guide.config import Settings
 from tm_guide.errors import InvalidInput
 
 MIB = 1024 * 1024
+MAX_LAMBDA = 100.0  # the largest piece-reward weight a request or the server default may ask for
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,8 @@ class Compute:
     # auto: the fast exact PyTorch engine when the [torch] extra is installed, else the exact
     # (slow) CTranslate2 step engine; rerank trades exactness for native speed
     engine: str = "auto"
+    # lambda (eq. 10) of requests that leave it open; tune it for a model with `tm-guide eval`
+    default_lambda: float = 1.0
 
     def __post_init__(self) -> None:
         from tm_guide.decoding.translator import ENGINES
@@ -56,6 +59,11 @@ class Compute:
             raise InvalidInput(
                 f"TM_GUIDE_ENGINE must be one of {', '.join(ENGINES)}, not {self.engine!r}",
                 field="TM_GUIDE_ENGINE",
+            )
+        if not 0 <= self.default_lambda <= MAX_LAMBDA:
+            raise InvalidInput(
+                f"TM_GUIDE_LAMBDA must be between 0 and {MAX_LAMBDA}, not {self.default_lambda}",
+                field="TM_GUIDE_LAMBDA",
             )
 
     @property
@@ -85,6 +93,7 @@ class ServerConfig:
     TM_GUIDE_BATCH_WAIT_MS        how long a lone request waits for others to batch with (5)
     TM_GUIDE_COMPUTE_THREADS      intra-op threads of the engines (default 1; 0 = the usable CPUs)
     TM_GUIDE_ENGINE               decoding engine: auto (default), torch, ct2 or rerank
+    TM_GUIDE_LAMBDA               lambda of requests that leave it open (default 1)
     """
 
     settings: Settings = field(default_factory=Settings)
@@ -119,6 +128,9 @@ class ServerConfig:
             batch_wait_ms=_float_env("TM_GUIDE_BATCH_WAIT_MS", compute_defaults.batch_wait_ms),
             threads=_int_env("TM_GUIDE_COMPUTE_THREADS", compute_defaults.threads, minimum=0),
             engine=os.environ.get("TM_GUIDE_ENGINE", "").strip() or compute_defaults.engine,
+            default_lambda=_float_env(
+                "TM_GUIDE_LAMBDA", compute_defaults.default_lambda, maximum=MAX_LAMBDA
+            ),
         )
         jobs_dir = os.environ.get("TM_GUIDE_JOBS_DIR", "").strip()
         return cls(
@@ -159,7 +171,7 @@ def _int_env(name: str, default: int, minimum: int = 1) -> int:
     return value
 
 
-def _float_env(name: str, default: float) -> float:
+def _float_env(name: str, default: float, maximum: float = 1000) -> float:
     raw = os.environ.get(name, "").strip()
     if not raw:
         return default
@@ -167,6 +179,6 @@ def _float_env(name: str, default: float) -> float:
         value = float(raw)
     except ValueError:
         raise InvalidInput(f"{name} must be a number, not {raw!r}", field=name) from None
-    if not 0 <= value <= 1000:
-        raise InvalidInput(f"{name} must be between 0 and 1000, not {value}", field=name)
+    if not 0 <= value <= maximum:
+        raise InvalidInput(f"{name} must be between 0 and {maximum:g}, not {value}", field=name)
     return value

@@ -57,8 +57,7 @@ def translate_options(options: MTOptions, m: int, memory_ids: Sequence[int], com
         "memory_ids": tuple(memory_ids),
         "max_length_ratio": MAX_LENGTH_RATIO,
     }
-    if options.lam is not None:
-        chosen["lam"] = options.lam
+    chosen["lam"] = options.lam if options.lam is not None else compute.default_lambda
     if options.beam_size is not None:
         chosen["beam_size"] = options.beam_size
     if options.min_similarity is not None:

@@ -8,6 +8,7 @@ from flask import Blueprint, Response, jsonify
 
 from server.api.common import services
 from server.auth import current_principal, require
+from server.config import MAX_LAMBDA
 from server.suggestions import MemoryChoice, SegmentQuery, SuggestOptions, suggest
 from server.translation import MTOptions
 from server.validation import get_field, in_range, json_body, reject_unknown, text_field
@@ -142,7 +143,7 @@ def _options(body: dict[str, Any]) -> SuggestOptions:
     beam_size = get_field(opts, "beam_size", int, path=path)
     min_similarity = get_field(opts, "min_similarity", float, path=path)
     if lam is not None:
-        in_range(lam, 0.0, 100.0, "options.lambda")
+        in_range(lam, 0.0, MAX_LAMBDA, "options.lambda")
     if beam_size is not None:
         in_range(beam_size, 1, limits.max_beam_size, "options.beam_size")
     if min_similarity is not None:

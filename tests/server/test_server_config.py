@@ -42,6 +42,14 @@ def test_decoding_engine_comes_from_the_environment(monkeypatch: pytest.MonkeyPa
     assert options.memory_ids == (3,)
 
 
+def test_default_lambda_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert translate_options(MTOptions(), 10, [1], ServerConfig().compute).lam == 1.0
+    monkeypatch.setenv("TM_GUIDE_LAMBDA", "3")
+    compute = ServerConfig.from_env(Settings()).compute
+    assert translate_options(MTOptions(), 10, [1], compute).lam == 3.0
+    assert translate_options(MTOptions(lam=0.0), 10, [1], compute).lam == 0.0  # request wins
+
+
 @pytest.mark.parametrize(
     ("name", "value"),
     [
@@ -53,6 +61,8 @@ def test_decoding_engine_comes_from_the_environment(monkeypatch: pytest.MonkeyPa
         ("TM_GUIDE_BATCH_WAIT_MS", "-1"),
         ("TM_GUIDE_COMPUTE_THREADS", "-1"),
         ("TM_GUIDE_ENGINE", "fastest"),
+        ("TM_GUIDE_LAMBDA", "strong"),
+        ("TM_GUIDE_LAMBDA", "101"),
     ],
 )
 def test_bad_setting_is_an_error_naming_the_variable(
