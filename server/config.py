@@ -49,8 +49,9 @@ class Compute:
     # auto: the fast exact PyTorch engine when the [torch] extra is installed, else the exact
     # (slow) CTranslate2 step engine; rerank trades exactness for native speed
     engine: str = "auto"
-    # lambda (eq. 10) of requests that leave it open; tune it for a model with `tm-guide eval`
-    default_lambda: float = 1.0
+    # lambda (eq. 10) of requests that leave it open; None: the model card's guided_lambda
+    # (tuned on a dev set with `tm-guide eval`), else 1
+    default_lambda: float | None = None
 
     def __post_init__(self) -> None:
         from tm_guide.decoding.translator import ENGINES
@@ -60,7 +61,7 @@ class Compute:
                 f"TM_GUIDE_ENGINE must be one of {', '.join(ENGINES)}, not {self.engine!r}",
                 field="TM_GUIDE_ENGINE",
             )
-        if not 0 <= self.default_lambda <= MAX_LAMBDA:
+        if self.default_lambda is not None and not 0 <= self.default_lambda <= MAX_LAMBDA:
             raise InvalidInput(
                 f"TM_GUIDE_LAMBDA must be between 0 and {MAX_LAMBDA}, not {self.default_lambda}",
                 field="TM_GUIDE_LAMBDA",
@@ -93,7 +94,8 @@ class ServerConfig:
     TM_GUIDE_BATCH_WAIT_MS        how long a lone request waits for others to batch with (5)
     TM_GUIDE_COMPUTE_THREADS      intra-op threads of the engines (default 1; 0 = the usable CPUs)
     TM_GUIDE_ENGINE               decoding engine: auto (default), torch, ct2 or rerank
-    TM_GUIDE_LAMBDA               lambda of requests that leave it open (default 1)
+    TM_GUIDE_LAMBDA               lambda of requests that leave it open (default: the model
+                                  card's guided_lambda, else 1)
     """
 
     settings: Settings = field(default_factory=Settings)
@@ -128,9 +130,7 @@ class ServerConfig:
             batch_wait_ms=_float_env("TM_GUIDE_BATCH_WAIT_MS", compute_defaults.batch_wait_ms),
             threads=_int_env("TM_GUIDE_COMPUTE_THREADS", compute_defaults.threads, minimum=0),
             engine=os.environ.get("TM_GUIDE_ENGINE", "").strip() or compute_defaults.engine,
-            default_lambda=_float_env(
-                "TM_GUIDE_LAMBDA", compute_defaults.default_lambda, maximum=MAX_LAMBDA
-            ),
+            default_lambda=_optional_float_env("TM_GUIDE_LAMBDA", maximum=MAX_LAMBDA),
         )
         jobs_dir = os.environ.get("TM_GUIDE_JOBS_DIR", "").strip()
         return cls(
@@ -169,6 +169,12 @@ def _int_env(name: str, default: int, minimum: int = 1) -> int:
     if value < minimum:
         raise InvalidInput(f"{name} must be at least {minimum}, not {value}", field=name)
     return value
+
+
+def _optional_float_env(name: str, maximum: float) -> float | None:
+    if not os.environ.get(name, "").strip():
+        return None
+    return _float_env(name, 0.0, maximum)
 
 
 def _float_env(name: str, default: float, maximum: float = 1000) -> float:

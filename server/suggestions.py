@@ -67,7 +67,7 @@ def suggest(
         translator = services.translator()
         model = _check_model_pair(translator, memories)
         mt_options = translate_options(
-            options.mt, options.m, list(penalties), services.config.compute
+            options.mt, options.m, list(penalties), services.config.compute, translator.bundle.card
         )
         # Pieces are collected here, in the request's thread, so that a segment added just before
         # is seen; only the decoding is shared with concurrent requests (server/batching.py).

@@ -88,6 +88,17 @@ def test_card_language_that_is_no_language_tag_is_named(bundle_copy: Path) -> No
         Bundle.load(bundle_copy)
 
 
+@pytest.mark.parametrize(
+    ("value", "message"), [(-1, "guided_lambda must be >= 0"), ("high", "expected a number")]
+)
+def test_card_with_a_bad_tuned_lambda_is_named(
+    bundle_copy: Path, value: object, message: str
+) -> None:
+    _rewrite_card(bundle_copy, guided_lambda=value)
+    with pytest.raises(ModelError, match=f"model_card.json: guided_lambda.*{message}|{message}"):
+        Bundle.load(bundle_copy)
+
+
 def test_card_that_is_not_json_gives_its_line(bundle_copy: Path) -> None:
     (bundle_copy / CARD_FILE).write_text('{\n  "name": "x",\n  oops\n}\n', encoding="utf-8")
     with pytest.raises(ModelError, match=r"model_card\.json:3: invalid JSON"):

@@ -220,8 +220,7 @@ def test_concurrent_adds_share_one_estimation_of_due_priors(  # type: ignore[no-
     estimations = _count_estimations(aligner)
     found: list[object] = []
     threads = [
-        threading.Thread(target=lambda: found.append(aligner.priors_for(memory)))
-        for _ in range(6)
+        threading.Thread(target=lambda: found.append(aligner.priors_for(memory))) for _ in range(6)
     ]
     for thread in threads:
         thread.start()

@@ -11,6 +11,7 @@ from server.serving import ServeOptions, check_deployment
 from server.translation import MTOptions, translate_options
 from tm_guide.config import Settings
 from tm_guide.errors import InvalidInput
+from tm_guide.model.card import ModelCard
 
 
 def test_limits_and_switches_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -42,12 +43,18 @@ def test_decoding_engine_comes_from_the_environment(monkeypatch: pytest.MonkeyPa
     assert options.memory_ids == (3,)
 
 
-def test_default_lambda_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert translate_options(MTOptions(), 10, [1], ServerConfig().compute).lam == 1.0
-    monkeypatch.setenv("TM_GUIDE_LAMBDA", "3")
+def test_default_lambda_comes_from_the_environment_else_the_model_card(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    tuned = ModelCard(name="m", source_lang="en", target_lang="de", guided_lambda=3.0)
+    untuned = ModelCard(name="m", source_lang="en", target_lang="de")
     compute = ServerConfig.from_env(Settings()).compute
-    assert translate_options(MTOptions(), 10, [1], compute).lam == 3.0
-    assert translate_options(MTOptions(lam=0.0), 10, [1], compute).lam == 0.0  # request wins
+    assert translate_options(MTOptions(), 10, [1], compute, untuned).lam == 1.0
+    assert translate_options(MTOptions(), 10, [1], compute, tuned).lam == 3.0
+    monkeypatch.setenv("TM_GUIDE_LAMBDA", "2")
+    compute = ServerConfig.from_env(Settings()).compute
+    assert translate_options(MTOptions(), 10, [1], compute, tuned).lam == 2.0
+    assert translate_options(MTOptions(lam=0.0), 10, [1], compute, tuned).lam == 0.0  # request
 
 
 @pytest.mark.parametrize(

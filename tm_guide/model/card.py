@@ -46,6 +46,9 @@ class ModelCard:
     training_data: Any = ""
     vocabulary: dict[str, Any] = field(default_factory=dict)  # sizes, shared or not
     metrics: Metrics = field(default_factory=Metrics)
+    # lambda (eq. 10) tuned for this model on a dev set with `tm-guide eval`: the server's
+    # default for guided decoding with it (None: not tuned)
+    guided_lambda: float | None = None
     files: dict[str, str] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -77,6 +80,9 @@ class ModelCard:
         metrics = data.get("metrics") or {}
         if not isinstance(metrics, dict):
             raise ModelError(f"{where}: field 'metrics' must be an object")
+        guided_lambda = _optional_float(data.get("guided_lambda"), f"{where}: guided_lambda")
+        if guided_lambda is not None and guided_lambda < 0:
+            raise ModelError(f"{where}: guided_lambda must be >= 0, not {guided_lambda}")
         known = {f.name for f in fields(cls)} - {"extra"}
         return cls(
             name=data["name"],
@@ -93,6 +99,7 @@ class ModelCard:
                 chrf=_optional_float(metrics.get("chrf"), f"{where}: metrics.chrf"),
                 test_set=str(metrics.get("test_set", "") or ""),
             ),
+            guided_lambda=guided_lambda,
             files=dict(files),
             extra={k: v for k, v in data.items() if k not in known},
         )
