@@ -47,8 +47,9 @@ def translate_options(
     options: MTOptions, m: int, memory_ids: Sequence[int], compute: Any, card: Any = None
 ) -> Any:
     """TranslateOptions for one request: what the request leaves open keeps the library default;
-    the engine and its thread count are the server's (`Compute`), and lambda is the server's
-    setting, else the one tuned for the model (`card.guided_lambda`), else 1."""
+    the engine and its thread count are the server's (`Compute`), and lambda is the request's,
+    else the server's setting, else the one tuned for the model (`card.guided_lambda`), else the
+    library default."""
     from tm_guide.decoding.translator import TranslateOptions
 
     chosen: dict[str, Any] = {
@@ -60,11 +61,10 @@ def translate_options(
         "memory_ids": tuple(memory_ids),
         "max_length_ratio": MAX_LENGTH_RATIO,
     }
-    chosen["lam"] = next(
-        lam
-        for lam in (options.lam, compute.default_lambda, getattr(card, "guided_lambda", None), 1.0)
-        if lam is not None
-    )
+    for lam in (options.lam, compute.default_lambda, getattr(card, "guided_lambda", None)):
+        if lam is not None:
+            chosen["lam"] = lam
+            break
     if options.beam_size is not None:
         chosen["beam_size"] = options.beam_size
     if options.min_similarity is not None:
