@@ -10,7 +10,7 @@ from tm_guide.decoding.rerank import rerank_search
 from tm_guide.decoding.rewards import PieceReward
 from tm_guide.decoding.search import SearchOptions, beam_search
 
-pytest.importorskip("torch")
+torch = pytest.importorskip("torch")
 from tm_guide.decoding.torch_engine import TorchStepDecoder  # noqa: E402
 
 pytestmark = pytest.mark.torch
@@ -134,6 +134,25 @@ def test_torch_engine_on_int8_bundle_stays_close_to_ct2_int8(
         f"quantize={quantize} mean |log-prob gap| {gap:.4f}, CTranslate2 float32 vs int8 {own:.4f}"
     )
     assert gap <= own + 0.05
+
+
+@pytest.mark.parametrize("quantize", [False, True])
+def test_scripted_decoder_step_equals_the_plain_function(peaked_int8_bundle, sentences, quantize):
+    """The step runs as TorchScript (the engine's speed depends on it), with the very results of
+    the same function run eagerly, float and int8 alike."""
+    from tm_guide.decoding.torch_step import decoder_step
+
+    bundle = peaked_int8_bundle
+    scripted = TorchStepDecoder(bundle.path, quantize=quantize)
+    assert isinstance(scripted.model._step, torch.jit.ScriptFunction)
+    eager = TorchStepDecoder(bundle.path, quantize=quantize)
+    eager.model._step = decoder_step
+    index = {t: i for i, t in enumerate(bundle.vocabularies.target)}
+    source = _inputs(bundle, sentences[:1])[0]
+    target = [index[t] for t in bundle.encode_target(TARGETS[1])]
+    np.testing.assert_array_equal(
+        _teacher_forced(scripted, source, target), _teacher_forced(eager, source, target)
+    )
 
 
 def test_rerank_returns_native_hypotheses_ranked_by_guided_score(peaked_bundle, sentences):

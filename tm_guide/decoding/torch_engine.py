@@ -17,13 +17,14 @@ Needs the optional [torch] extra.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from tm_guide.decoding.model_file import CT2ModelFile, read_model_file
+from tm_guide.decoding.torch_step import ACTIVATIONS, activate, scripted_decoder_step
 from tm_guide.decoding.vocabulary import TargetVocabulary
 from tm_guide.errors import ModelError
 
@@ -50,21 +51,6 @@ _UNSUPPORTED_KEYS = (
     "project_in",
     "layer_norm_use_residual",
 )
-
-
-def _activation(code: int):  # noqa: ANN202 - returns a torch function
-    table = {
-        0: F.relu,
-        1: lambda x: F.gelu(x, approximate="tanh"),
-        2: F.silu,
-        3: F.gelu,
-        4: lambda x: x * torch.sigmoid(1.702 * x),
-        5: torch.tanh,
-        6: torch.sigmoid,
-    }
-    if code not in table:
-        raise ModelError(f"activation code {code} is not supported by the torch engine")
-    return table[code]
 
 
 def _sinusoidal_encodings(length: int, depth: int) -> np.ndarray:
@@ -148,7 +134,7 @@ class _Attention(nn.Module):
 
 
 class _FeedForward(nn.Module):
-    def __init__(self, w: _Weights, activation, epsilon: float) -> None:  # noqa: ANN001
+    def __init__(self, w: _Weights, activation: int, epsilon: float) -> None:
         super().__init__()
         self.inner = w.linear("linear_0")
         self.outer = w.linear("linear_1")
@@ -156,7 +142,7 @@ class _FeedForward(nn.Module):
         self.activation = activation
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.outer(self.activation(self.inner(x)))
+        return self.outer(activate(self.inner(x), self.activation))
 
 
 def _check_supported(model: CT2ModelFile) -> None:
@@ -206,7 +192,11 @@ class _Stack(nn.Module):
             else None
         )
         self.num_heads = int(w.scalar("num_heads"))
-        self.activation = _activation(int(w.scalar("activation", 0)))
+        self.activation = int(w.scalar("activation", 0))
+        if self.activation not in ACTIVATIONS:
+            raise ModelError(
+                f"activation code {self.activation} is not supported by the torch engine"
+            )
         self.weights = w
 
     def position(self, start: int, length: int) -> torch.Tensor:
@@ -293,18 +283,14 @@ class SelfAttentionCache:
         self.buffers = fresh
         self.rows = rows
 
-    def append_and_view(
-        self, layer: int, key: torch.Tensor, value: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Store this step's [rows, heads, head_dim] key/value; all keys/values so far as
-        [time, rows * heads, head_dim] views."""
-        key_buffer, value_buffer = self.buffers[2 * layer], self.buffers[2 * layer + 1]
-        key_buffer[self.length] = key
-        value_buffer[self.length] = value
-        t = self.length + 1
-        keys = key_buffer[:t].view(t, self.rows * self.heads, self.head_dim)
-        values = value_buffer[:t].view(t, self.rows * self.heads, self.head_dim)
-        return keys, values
+    @property
+    def keys(self) -> list[torch.Tensor]:
+        """Per layer, the key buffer [capacity, rows, heads, head_dim]."""
+        return self.buffers[0::2]
+
+    @property
+    def values(self) -> list[torch.Tensor]:
+        return self.buffers[1::2]
 
 
 class TransformerModel(nn.Module):
@@ -314,6 +300,7 @@ class TransformerModel(nn.Module):
         super().__init__()
         _check_supported(model)
         epsilon = model.config.get("layer_norm_epsilon") or _DEFAULT_LAYER_NORM_EPSILON
+        self.epsilon = float(epsilon)
         self.encoder = _Stack(model, "encoder", epsilon)
         self.decoder = _Stack(model, "decoder", epsilon)
         self.encoder_layers = nn.ModuleList(
@@ -373,33 +360,47 @@ class TransformerModel(nn.Module):
         return result
 
     def prepare(self) -> None:
-        """Precompute the per-step plan: the decoder's weights as plain tensors and linear
-        functions, so that a step runs torch ops only, without module dispatch.
+        """Collect the decoder's weights as the flat lists the scripted step takes.
 
         Call after quantization and moving to the device (TorchStepDecoder does)."""
         dec = self.decoder
-        plan = []
+        linears: list[nn.Module] = []
+        norms: list[torch.Tensor] = []
         for layer in self.decoder_layers:
             assert isinstance(layer, _DecoderLayer)
-            plan.append(
-                _LayerPlan(
-                    qkv=_linear_fn(layer.self_attention.qkv),
-                    self_out=_linear_fn(layer.self_attention.out),
-                    self_norm=_norm_args(layer.self_attention.norm),
-                    q=_linear_fn(layer.attention.q),
-                    cross_out=_linear_fn(layer.attention.out),
-                    cross_norm=_norm_args(layer.attention.norm),
-                    inner=_linear_fn(layer.ffn.inner),
-                    outer=_linear_fn(layer.ffn.outer),
-                    ffn_norm=_norm_args(layer.ffn.norm),
-                )
-            )
-        self._plan = plan
-        self._projection = _linear_fn(self.projection)
-        self._final_norm = _norm_args(dec.final_norm) if dec.final_norm is not None else None
-        self._embedding_norm = (
-            _norm_args(dec.embedding_norm) if dec.embedding_norm is not None else None
-        )
+            linears += [
+                layer.self_attention.qkv,
+                layer.self_attention.out,
+                layer.attention.q,
+                layer.attention.out,
+                layer.ffn.inner,
+                layer.ffn.outer,
+            ]
+            for norm in (layer.self_attention.norm, layer.attention.norm, layer.ffn.norm):
+                norms += [norm.weight, norm.bias]
+        linears.append(self.projection)
+        quantized = not isinstance(self.projection, nn.Linear)
+        self._step_weights = {
+            "start_from_zero": self.start_from_zero,
+            "embeddings": dec.embeddings,
+            "embedding_scale": float(dec.embedding_scale),
+            "positions": dec.positions,
+            "embedding_norm": _norm_pair(dec.embedding_norm),
+            "packed": (
+                [m._packed_params._packed_params for m in linears]  # type: ignore[union-attr]
+                if quantized
+                else []
+            ),
+            "weights": [] if quantized else [m.weight for m in linears],
+            "biases": [] if quantized else [m.bias for m in linears],
+            "norms": norms,
+            "final_norm": _norm_pair(dec.final_norm),
+            "eps": self.epsilon,
+            "pre_norm": dec.pre_norm,
+            "activation": dec.activation,
+            "heads": self.heads,
+        }
+        self._step = scripted_decoder_step()
 
     def decode_step(
         self,
@@ -409,82 +410,38 @@ class TransformerModel(nn.Module):
         cross: list[tuple[torch.Tensor, torch.Tensor]],
         cross_keep: torch.Tensor,
         rows_per_sentence: int,
+        end_id: int = -1,
+        mask_end: bool = False,
     ) -> torch.Tensor:
-        """Logits [rows, vocab] for one new token per row; `cache` is extended by this step.
-
-        Rows are grouped by sentence (`rows_per_sentence` each), matching `cross` [sentences, ...],
-        so the cross-attention needs no copy of the encoder keys/values per hypothesis."""
-        if not hasattr(self, "_plan"):
+        """Log-probabilities [rows, vocab] of one new token per row; `cache` is extended by
+        this step (see torch_step.decoder_step)."""
+        if not hasattr(self, "_step"):
             self.prepare()
-        dec = self.decoder
-        rows = ids.shape[0]
-        sentences = rows // rows_per_sentence
-        heads, head_dim = self.heads, self.head_dim
-        depth = heads * head_dim
-        scale = 1.0 / math.sqrt(head_dim)
-        pre_norm = dec.pre_norm
-        layer_norm = F.layer_norm
-        bmm = torch.bmm
-        if step == 0 and self.start_from_zero:
-            x = dec.positions[step].expand(rows, depth)
-        else:
-            x = F.embedding(ids, dec.embeddings).mul_(dec.embedding_scale).add_(dec.positions[step])
-        if self._embedding_norm is not None:
-            x = layer_norm(x, *self._embedding_norm)
-        for index, p in enumerate(self._plan):
-            # self-attention over the cached steps (one query per row)
-            h = layer_norm(x, *p.self_norm) if pre_norm else x
-            q, k, v = p.qkv(h).view(rows, 3, heads, head_dim).unbind(1)
-            keys, values = cache.append_and_view(index, k, v)
-            q = (q * scale).reshape(rows * heads, 1, head_dim)
-            weights = torch.softmax(bmm(q, keys.permute(1, 2, 0)), dim=-1)
-            h = p.self_out(bmm(weights, values.transpose(0, 1)).view(rows, depth))
-            x = x + h if pre_norm else layer_norm(x + h, *p.self_norm)
-            # cross-attention on the sentence's encoder keys/values
-            h = layer_norm(x, *p.cross_norm) if pre_norm else x
-            keys, values = cross[index]
-            q = p.q(h).view(sentences, rows_per_sentence, heads, head_dim).transpose(1, 2)
-            h = F.scaled_dot_product_attention(q, keys, values, attn_mask=cross_keep)
-            h = p.cross_out(h.transpose(1, 2).reshape(rows, depth))
-            x = x + h if pre_norm else layer_norm(x + h, *p.cross_norm)
-            # feed-forward
-            h = layer_norm(x, *p.ffn_norm) if pre_norm else x
-            h = p.outer(dec.activation(p.inner(h)))
-            x = x + h if pre_norm else layer_norm(x + h, *p.ffn_norm)
+        if step >= self.decoder.positions.shape[0]:
+            self.decoder.position(step, 1)  # raises the ModelError naming the limit
+        log_probs = self._step(
+            ids=ids,
+            step=step,
+            key_buffers=cache.keys,
+            value_buffers=cache.values,
+            cross_keys=[k for k, _ in cross],
+            cross_values=[v for _, v in cross],
+            cross_keep=cross_keep,
+            rows_per_sentence=rows_per_sentence,
+            end_id=end_id,
+            mask_end=mask_end,
+            **self._step_weights,
+        )
         cache.length += 1
-        if self._final_norm is not None:
-            x = layer_norm(x, *self._final_norm)
-        return self._projection(x)
+        return log_probs
 
 
-@dataclass
-class _LayerPlan:
-    qkv: Callable[[torch.Tensor], torch.Tensor]
-    self_out: Callable[[torch.Tensor], torch.Tensor]
-    self_norm: tuple
-    q: Callable[[torch.Tensor], torch.Tensor]
-    cross_out: Callable[[torch.Tensor], torch.Tensor]
-    cross_norm: tuple
-    inner: Callable[[torch.Tensor], torch.Tensor]
-    outer: Callable[[torch.Tensor], torch.Tensor]
-    ffn_norm: tuple
-
-
-def _linear_fn(module: nn.Module) -> Callable[[torch.Tensor], torch.Tensor]:
-    """The layer as one op call: F.linear, or fbgemm's dynamic int8 linear on its packed
-    weights (what the quantized module's forward calls, less the module overhead)."""
-    if isinstance(module, nn.Linear):
-        weight, bias = module.weight, module.bias
-        return lambda x: F.linear(x, weight, bias)
-    packed = module._packed_params._packed_params  # type: ignore[union-attr]
-    op = torch.ops.quantized.linear_dynamic.default  # the overload: no per-call Python checks
-    return lambda x: op(x, packed, True)
-
-
-def _norm_args(norm: nn.Module) -> tuple:
-    """Positional arguments of F.layer_norm after the input."""
+def _norm_pair(norm: nn.Module | None) -> list[torch.Tensor]:
+    """[gamma, beta] of a LayerNorm, [] for none."""
+    if norm is None:
+        return []
     assert isinstance(norm, nn.LayerNorm)
-    return (norm.normalized_shape, norm.weight, norm.bias, norm.eps)
+    return [norm.weight, norm.bias]
 
 
 def _count_layers(model: CT2ModelFile, stack: str) -> int:
@@ -629,11 +586,15 @@ class TorchStepDecoder(TargetVocabulary):
             index = torch.from_numpy(np.asarray(parents, dtype=np.int64)).to(self.device)
         state.cache.reorder(index, len(sentences))
         ids = torch.from_numpy(np.asarray(last_ids, dtype=np.int64)).to(self.device)
-        logits = self.model.decode_step(
-            ids, state.step, state.cache, state.cross, state.cross_keep, rows_per_sentence
+        log_probs = self.model.decode_step(
+            ids,
+            state.step,
+            state.cache,
+            state.cross,
+            state.cross_keep,
+            rows_per_sentence,
+            end_id=self._end_id,
+            mask_end=mask_end,
         )
         state.step += 1
-        logits = logits.float()
-        if mask_end:
-            logits[:, self._end_id] = float("-inf")
-        return torch.log_softmax(logits, dim=-1).cpu().numpy()
+        return log_probs.cpu().numpy()

@@ -1,0 +1,171 @@
+"""One decoder step of the torch engine as a single TorchScript function.
+
+Why TorchScript: a step of a small Transformer is ~100 tensor ops on tiny tensors, and from eager
+Python each op costs an interpreter round trip and a release and re-take of the GIL. Scripted,
+the whole step is one call that runs in the TorchScript interpreter without the GIL: measured on
+the 3+3-layer demo model (int8, one thread), a step of 5 rows 1.11 -> 0.71 ms and of 80 rows
+5.7 -> 4.9 ms, with bit-identical logits; and the server's request threads no longer take the GIL
+from the decoding thread between ops. The same function runs eagerly (same results) where it
+cannot be scripted.
+
+No ``from __future__ import annotations`` here: TorchScript reads the annotations themselves.
+"""
+
+import logging
+import math
+import warnings
+from collections.abc import Callable
+from functools import lru_cache
+
+import torch
+from torch.nn import functional as F
+
+log = logging.getLogger(__name__)
+
+PackedLinear = torch.classes.quantized.LinearPackedParamsBase
+
+
+def _linear(
+    x: torch.Tensor,
+    index: int,
+    packed: list[PackedLinear],  # type: ignore[valid-type]
+    weights: list[torch.Tensor],
+    biases: list[torch.Tensor | None],
+) -> torch.Tensor:
+    """fbgemm's dynamic int8 linear when the layers are quantized, else a float linear."""
+    if len(packed) > 0:
+        return torch.ops.quantized.linear_dynamic(x, packed[index], True)
+    return F.linear(x, weights[index], biases[index])
+
+
+# CTranslate2's activation codes (ops/activation.h) that `activate` implements.
+ACTIVATIONS = {
+    0: "relu",
+    1: "gelu_tanh",
+    2: "swish",
+    3: "gelu",
+    4: "gelu_sigmoid",
+    5: "tanh",
+    6: "sigmoid",
+}
+
+
+def activate(x: torch.Tensor, code: int) -> torch.Tensor:
+    """The activation of CTranslate2's code `code` (one of ACTIVATIONS)."""
+    if code == 0:
+        return torch.relu(x)
+    if code == 1:
+        return F.gelu(x, approximate="tanh")
+    if code == 2:
+        return F.silu(x)
+    if code == 3:
+        return F.gelu(x)
+    if code == 4:
+        return x * torch.sigmoid(1.702 * x)
+    if code == 5:
+        return torch.tanh(x)
+    return torch.sigmoid(x)
+
+
+def _norm(x: torch.Tensor, norms: list[torch.Tensor], index: int, eps: float) -> torch.Tensor:
+    return F.layer_norm(x, [x.size(-1)], norms[2 * index], norms[2 * index + 1], eps)
+
+
+def decoder_step(
+    ids: torch.Tensor,
+    step: int,
+    start_from_zero: bool,
+    embeddings: torch.Tensor,
+    embedding_scale: float,
+    positions: torch.Tensor,
+    embedding_norm: list[torch.Tensor],
+    packed: list[PackedLinear],  # type: ignore[valid-type]
+    weights: list[torch.Tensor],
+    biases: list[torch.Tensor | None],
+    norms: list[torch.Tensor],
+    final_norm: list[torch.Tensor],
+    eps: float,
+    pre_norm: bool,
+    activation: int,
+    heads: int,
+    key_buffers: list[torch.Tensor],
+    value_buffers: list[torch.Tensor],
+    cross_keys: list[torch.Tensor],
+    cross_values: list[torch.Tensor],
+    cross_keep: torch.Tensor,
+    rows_per_sentence: int,
+    end_id: int,
+    mask_end: bool,
+) -> torch.Tensor:
+    """Log-probabilities [rows, vocab] of the next token of every row.
+
+    Writes this step's self-attention keys/values at time `step` of the time-major buffers
+    [capacity, rows, heads, head_dim]. Rows are grouped by sentence (`rows_per_sentence` each),
+    matching the cross-attention keys/values [sentences, heads, time, head_dim]. The last linear
+    (index 6 * layers) is the output projection."""
+    rows = ids.size(0)
+    sentences = rows // rows_per_sentence
+    depth = embeddings.size(1)
+    head_dim = depth // heads
+    scale = 1.0 / math.sqrt(float(head_dim))
+    if step == 0 and start_from_zero:
+        x = positions[step].expand(rows, depth)
+    else:
+        x = F.embedding(ids, embeddings) * embedding_scale + positions[step]
+    if len(embedding_norm) == 2:
+        x = F.layer_norm(x, [depth], embedding_norm[0], embedding_norm[1], eps)
+    length = step + 1
+    # per decoder layer 6 linears (self-attention q/k/v and output, cross-attention query and
+    # output, feed-forward inner and outer) and 3 layer norms (gamma, beta each)
+    for layer in range(len(key_buffers)):
+        linear = 6 * layer
+        norm = 3 * layer
+        # self-attention over the cached steps (one query per row)
+        h = _norm(x, norms, norm, eps) if pre_norm else x
+        qkv = _linear(h, linear, packed, weights, biases).view(rows, 3, heads, head_dim)
+        key_buffer = key_buffers[layer]
+        value_buffer = value_buffers[layer]
+        key_buffer[step] = qkv[:, 1]
+        value_buffer[step] = qkv[:, 2]
+        keys = key_buffer[:length].view(length, rows * heads, head_dim)
+        values = value_buffer[:length].view(length, rows * heads, head_dim)
+        q = (qkv[:, 0] * scale).reshape(rows * heads, 1, head_dim)
+        attention = torch.softmax(torch.bmm(q, keys.permute(1, 2, 0)), dim=-1)
+        h = torch.bmm(attention, values.transpose(0, 1)).view(rows, depth)
+        h = _linear(h, linear + 1, packed, weights, biases)
+        x = x + h if pre_norm else _norm(x + h, norms, norm, eps)
+        # cross-attention on the sentence's encoder keys/values
+        h = _norm(x, norms, norm + 1, eps) if pre_norm else x
+        q = _linear(h, linear + 2, packed, weights, biases)
+        q = q.view(sentences, rows_per_sentence, heads, head_dim).transpose(1, 2)
+        h = F.scaled_dot_product_attention(
+            q, cross_keys[layer], cross_values[layer], attn_mask=cross_keep
+        )
+        h = _linear(h.transpose(1, 2).reshape(rows, depth), linear + 3, packed, weights, biases)
+        x = x + h if pre_norm else _norm(x + h, norms, norm + 1, eps)
+        # feed-forward
+        h = _norm(x, norms, norm + 2, eps) if pre_norm else x
+        h = activate(_linear(h, linear + 4, packed, weights, biases), activation)
+        h = _linear(h, linear + 5, packed, weights, biases)
+        x = x + h if pre_norm else _norm(x + h, norms, norm + 2, eps)
+    if len(final_norm) == 2:
+        x = F.layer_norm(x, [depth], final_norm[0], final_norm[1], eps)
+    logits = _linear(x, 6 * len(key_buffers), packed, weights, biases).float()
+    if mask_end:
+        logits[:, end_id] = -math.inf
+    return torch.log_softmax(logits, dim=-1)
+
+
+@lru_cache(maxsize=1)
+def scripted_decoder_step() -> Callable[..., torch.Tensor]:
+    """decoder_step compiled by TorchScript, or the plain function where scripting is not
+    possible (sources not shipped, a torch without TorchScript): slower, same results."""
+    try:
+        with warnings.catch_warnings():
+            # Deprecated in favour of torch.compile, which needs a C++ compiler where the server
+            # runs and compiles per shape; the [torch] extra pins a torch that has TorchScript.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return torch.jit.script(decoder_step)
+    except Exception as exc:  # noqa: BLE001 - any scripting failure leaves the eager function
+        log.warning("torch engine: TorchScript unavailable (%s); decoding eagerly, slower", exc)
+        return decoder_step
