@@ -75,7 +75,7 @@ def suggest(
         hits = [p.matches if p is not None else [] for p in pieces]
         decoded = services.decoder().translate(sources, mt_options, pieces)
         services.metrics.batch_sentences.observe(decoded.batch_sentences)
-        shaped = translations_json(translator, decoded.results, store, names)
+        shaped = translations_json(translator, decoded.results, store, names, pieces)
         for i, one in enumerate(shaped):
             stage_ms[i] = _stage_timings(pieces[i], one.pop("timings_ms"), decoded.queued_s)
         translations = list(shaped)

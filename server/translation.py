@@ -91,11 +91,21 @@ def collect_pieces(translator: Any, sources: Sequence[str], options: Any) -> lis
 
 
 def translations_json(
-    translator: Any, results: Sequence[Any], store: Any, memory_names: dict[int, str]
+    translator: Any,
+    results: Sequence[Any],
+    store: Any,
+    memory_names: dict[int, str],
+    pieces: Sequence[Any] = (),
 ) -> list[dict[str, Any]]:
-    """GuidedResults as JSON, each piece with the TM segments (id, memory, tuid) it came from."""
-    ids = sorted({i for r in results for piece in r.matched_pieces for i in piece.segment_ids})
-    segments = {s.id: s for s in store.get_segments(ids)} if ids else {}
+    """GuidedResults as JSON, each piece with the TM segments (id, memory, tuid) it came from.
+
+    The segments are those the piece builder retrieved for these sentences (`pieces`, from
+    collect_pieces); the store is asked only for any it did not hold."""
+    segments = {m.segment.id: m.segment for p in pieces if p is not None for m in p.matches}
+    ids = {i for r in results for piece in r.matched_pieces for i in piece.segment_ids}
+    missing = sorted(ids - segments.keys())
+    if missing:
+        segments.update((s.id, s) for s in store.get_segments(missing))
     decode = translator.bundle.decode_target
     out = []
     for result in results:
