@@ -105,6 +105,7 @@ class BenchOptions:
     translate: bool = True
     seed: int = 1
     rounds: int = 1
+    think_ms: float = 0.0  # mean pause of a client between its requests (0: back to back)
 
 
 @dataclass(frozen=True)
@@ -188,14 +189,25 @@ def sentence(rng: random.Random, n: int) -> str:
 
 
 def run_phase(
-    name: str, jobs: Sequence[Callable[[], tuple[int, Any]]], clients: int, ok: int
+    name: str,
+    jobs: Sequence[Callable[[], tuple[int, Any]]],
+    clients: int,
+    ok: int,
+    think_s: float = 0.0,
+    seed: int = 1,
 ) -> PhaseResult:
+    """Each client takes the next job until none is left; with `think_s`, it starts after a
+    uniform pause in [0, 2 think_s] and pauses an exponentially distributed time of mean
+    `think_s` after each answer (an editor reading it)."""
     latencies: list[float] = []
     errors: list[str] = []
     lock = threading.Lock()
     queue = list(reversed(jobs))
 
-    def client() -> None:
+    def client(number: int) -> None:
+        pauses = random.Random(seed * 1000 + number)
+        if think_s:  # editors do not start in step: each begins after a pause of its own
+            time.sleep(pauses.uniform(0, 2 * think_s))
         while True:
             with lock:
                 if not queue:
@@ -212,9 +224,11 @@ def run_phase(
                     latencies.append(elapsed)
                 else:
                     errors.append(f"{status}: {str(body)[:200]}")
+            if think_s:
+                time.sleep(pauses.expovariate(1 / think_s))
 
     started = time.perf_counter()
-    threads = [threading.Thread(target=client) for _ in range(clients)]
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(clients)]
     for t in threads:
         t.start()
     for t in threads:
@@ -265,6 +279,13 @@ def main(argv: list[str] | None = None) -> int:
         help="a server configuration to compare (repeatable; default: one server as configured)",
     )
     parser.add_argument(
+        "--think-ms",
+        type=float,
+        default=0.0,
+        help="mean pause of each client between suggestions (exponential; default 0: back to "
+        "back, the saturation case); e.g. 2000 for editors who read each suggestion",
+    )
+    parser.add_argument(
         "--rounds",
         type=int,
         default=1,
@@ -283,6 +304,7 @@ def main(argv: list[str] | None = None) -> int:
         model=args.model,
         translate=not args.matches_only,
         rounds=max(1, args.rounds),
+        think_ms=max(0.0, args.think_ms),
     )
     variants = args.variant or [Variant("server")]
     if args.db and len(variants) > 1:
@@ -332,11 +354,19 @@ def bench(options: BenchOptions, variants: list[Variant], work: Path) -> int:
                     partial(api.call, "POST", "/v1/suggest", {**suggest_body, "source": q})
                     for q in _share(server.queries, round_no, options.rounds)
                 ]
-                suggested = run_phase("suggest", suggest_jobs, options.clients, 200)
+                suggested = run_phase(
+                    "suggest",
+                    suggest_jobs,
+                    options.clients,
+                    200,
+                    think_s=options.think_ms / 1000,
+                    seed=options.seed + round_no,
+                )
                 server.add_result = _merge(server.add_result, added)
                 server.suggest_result = _merge(server.suggest_result, suggested)
         print(
-            f"server: 1 worker x {options.threads} threads, {options.clients} clients, "
+            f"server: 1 worker x {options.threads} threads, {options.clients} clients "
+            f"({f'{options.think_ms:g} ms mean pause' if options.think_ms else 'back to back'}), "
             f"db {'postgresql' if (options.db_url or '').startswith('postgres') else 'sqlite'}, "
             f"translate={options.translate}, {os.cpu_count()} CPUs, "
             f"{options.rounds} round(s) alternating between variants"
