@@ -24,14 +24,17 @@ from pathlib import Path
 import numpy as np
 
 from tm_guide.decoding.model_file import CT2ModelFile, read_model_file
-from tm_guide.decoding.torch_step import ACTIVATIONS, activate, scripted_decoder_step
+from tm_guide.decoding.torch_step import (
+    ACTIVATIONS,
+    scripted_decoder_step,
+    scripted_encoder_pass,
+)
 from tm_guide.decoding.vocabulary import TargetVocabulary
 from tm_guide.errors import ModelError
 
 try:
     import torch
     from torch import nn
-    from torch.nn import functional as F
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ModelError(
         "the torch engine needs PyTorch: install the [torch] extra (pip install 'tm-guide[torch]')"
@@ -124,14 +127,6 @@ class _Attention(nn.Module):
         self.head_dim = depth // num_heads
         self.norm = w.layer_norm("layer_norm", epsilon)
 
-    def split_heads(self, x: torch.Tensor) -> torch.Tensor:
-        batch, time, _ = x.shape
-        return x.view(batch, time, self.num_heads, self.head_dim).transpose(1, 2)
-
-    def merge_heads(self, x: torch.Tensor) -> torch.Tensor:
-        batch, _, time, _ = x.shape
-        return x.transpose(1, 2).reshape(batch, time, self.num_heads * self.head_dim)
-
 
 class _FeedForward(nn.Module):
     def __init__(self, w: _Weights, activation: int, epsilon: float) -> None:
@@ -140,9 +135,6 @@ class _FeedForward(nn.Module):
         self.outer = w.linear("linear_1")
         self.norm = w.layer_norm("layer_norm", epsilon)
         self.activation = activation
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.outer(activate(self.inner(x), self.activation))
 
 
 def _check_supported(model: CT2ModelFile) -> None:
@@ -206,11 +198,6 @@ class _Stack(nn.Module):
                 f"{self.positions.shape[0]} position encodings"
             )
         return self.positions[start : start + length]
-
-    def sublayer(self, norm: nn.Module, x: torch.Tensor, fn) -> torch.Tensor:  # noqa: ANN001
-        if self.pre_norm:
-            return x + fn(norm(x))
-        return norm(x + fn(x))
 
 
 class _EncoderLayer(nn.Module):
@@ -324,43 +311,19 @@ class TransformerModel(nn.Module):
         self.heads = first.self_attention.num_heads
         self.head_dim = first.self_attention.head_dim
 
-    def encode(self, ids: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Encoder output [batch, time, depth], key mask [batch, 1, 1, time] (True = keep)."""
-        enc = self.encoder
-        time = ids.shape[1]
-        x = F.embedding(ids, enc.embeddings) * enc.embedding_scale + enc.position(0, time)
-        if enc.embedding_norm is not None:
-            x = enc.embedding_norm(x)
-        keep = (torch.arange(time, device=ids.device)[None, :] < lengths[:, None])[:, None, None, :]
-        for layer in self.encoder_layers:
-            assert isinstance(layer, _EncoderLayer)
-            attention = layer.self_attention
-            x = enc.sublayer(
-                attention.norm, x, lambda h, a=attention: self._self_attend(a, h, keep)
-            )
-            x = enc.sublayer(layer.ffn.norm, x, layer.ffn)
-        if enc.final_norm is not None:
-            x = enc.final_norm(x)
-        return x, keep
-
-    @staticmethod
-    def _self_attend(attention: _Attention, x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
-        q, k, v = attention.qkv(x).chunk(3, dim=-1)
-        q, k, v = (attention.split_heads(t) for t in (q, k, v))
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=keep)
-        return attention.out(attention.merge_heads(out))
-
-    def cross_keys_values(self, memory: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
-        """Per decoder layer, the encoder-side keys and values [batch, heads, time, head_dim]."""
-        result = []
-        for layer in self.decoder_layers:
-            assert isinstance(layer, _DecoderLayer)
-            k, v = layer.attention.kv(memory).chunk(2, dim=-1)
-            result.append((layer.attention.split_heads(k), layer.attention.split_heads(v)))
-        return result
+    def encode(
+        self, ids: torch.Tensor, lengths: torch.Tensor
+    ) -> tuple[list[tuple[torch.Tensor, torch.Tensor]], torch.Tensor]:
+        """Per decoder layer the cross-attention keys and values [batch, heads, time, head_dim]
+        of the padded source `ids` [batch, time], and the key mask [batch, 1, 1, time]."""
+        if not hasattr(self, "_encode"):
+            self.prepare()
+        self.encoder.position(0, ids.shape[1])  # a ModelError naming the limit if too long
+        keys, values, keep = self._encode(ids, lengths, **self._encoder_weights)
+        return list(zip(keys, values, strict=True)), keep
 
     def prepare(self) -> None:
-        """Collect the decoder's weights as the flat lists the scripted step takes.
+        """Collect the weights as the flat lists the scripted encoder pass and decoder step take.
 
         Call after quantization and moving to the device (TorchStepDecoder does)."""
         dec = self.decoder
@@ -379,28 +342,33 @@ class TransformerModel(nn.Module):
             for norm in (layer.self_attention.norm, layer.attention.norm, layer.ffn.norm):
                 norms += [norm.weight, norm.bias]
         linears.append(self.projection)
-        quantized = not isinstance(self.projection, nn.Linear)
         self._step_weights = {
             "start_from_zero": self.start_from_zero,
-            "embeddings": dec.embeddings,
-            "embedding_scale": float(dec.embedding_scale),
-            "positions": dec.positions,
-            "embedding_norm": _norm_pair(dec.embedding_norm),
-            "packed": (
-                [m._packed_params._packed_params for m in linears]  # type: ignore[union-attr]
-                if quantized
-                else []
-            ),
-            "weights": [] if quantized else [m.weight for m in linears],
-            "biases": [] if quantized else [m.bias for m in linears],
-            "norms": norms,
-            "final_norm": _norm_pair(dec.final_norm),
-            "eps": self.epsilon,
-            "pre_norm": dec.pre_norm,
-            "activation": dec.activation,
+            **_stack_arguments(dec, linears, norms, self.epsilon),
             "heads": self.heads,
         }
         self._step = scripted_decoder_step()
+        enc = self.encoder
+        linears, norms = [], []
+        for layer in self.encoder_layers:
+            assert isinstance(layer, _EncoderLayer)
+            linears += [
+                layer.self_attention.qkv,
+                layer.self_attention.out,
+                layer.ffn.inner,
+                layer.ffn.outer,
+            ]
+            for norm in (layer.self_attention.norm, layer.ffn.norm):
+                norms += [norm.weight, norm.bias]
+        for layer in self.decoder_layers:
+            assert isinstance(layer, _DecoderLayer)
+            linears.append(layer.attention.kv)
+        self._encoder_weights = {
+            **_stack_arguments(enc, linears, norms, self.epsilon),
+            "heads": enc.num_heads,
+            "layers": len(self.encoder_layers),
+        }
+        self._encode = scripted_encoder_pass()
 
     def decode_step(
         self,
@@ -434,6 +402,32 @@ class TransformerModel(nn.Module):
         )
         cache.length += 1
         return log_probs
+
+
+def _stack_arguments(
+    stack: _Stack, linears: list[nn.Module], norms: list[torch.Tensor], epsilon: float
+) -> dict:
+    """The arguments that torch_step's encoder pass and decoder step share: one stack's
+    embeddings, norms and linears (fbgemm's packed int8 weights when quantized)."""
+    quantized = not isinstance(linears[-1], nn.Linear)
+    return {
+        "embeddings": stack.embeddings,
+        "embedding_scale": float(stack.embedding_scale),
+        "positions": stack.positions,
+        "embedding_norm": _norm_pair(stack.embedding_norm),
+        "packed": (
+            [m._packed_params._packed_params for m in linears]  # type: ignore[union-attr]
+            if quantized
+            else []
+        ),
+        "weights": [] if quantized else [m.weight for m in linears],
+        "biases": [] if quantized else [m.bias for m in linears],
+        "norms": norms,
+        "final_norm": _norm_pair(stack.final_norm),
+        "eps": epsilon,
+        "pre_norm": stack.pre_norm,
+        "activation": stack.activation,
+    }
 
 
 def _norm_pair(norm: nn.Module | None) -> list[torch.Tensor]:
@@ -550,9 +544,9 @@ class TorchStepDecoder(TargetVocabulary):
         for row, seq in enumerate(ids):
             padded[row, : len(seq)] = torch.tensor(seq, dtype=torch.long)
         lengths = torch.tensor([len(i) for i in ids], dtype=torch.long)
-        memory, keep = self.model.encode(padded.to(self.device), lengths.to(self.device))
+        cross, keep = self.model.encode(padded.to(self.device), lengths.to(self.device))
         return _TorchState(
-            cross=self.model.cross_keys_values(memory),
+            cross=cross,
             cross_keep=keep,
             cross_sentences=np.arange(len(ids)),
             cache=SelfAttentionCache(
