@@ -137,16 +137,18 @@ def test_torch_engine_on_int8_bundle_stays_close_to_ct2_int8(
 
 
 @pytest.mark.parametrize("quantize", [False, True])
-def test_scripted_decoder_step_equals_the_plain_function(peaked_int8_bundle, sentences, quantize):
-    """The step runs as TorchScript (the engine's speed depends on it), with the very results of
-    the same function run eagerly, float and int8 alike."""
-    from tm_guide.decoding.torch_step import decoder_step
+def test_scripted_engine_equals_the_plain_functions(peaked_int8_bundle, sentences, quantize):
+    """Encoder and step run as TorchScript (the engine's speed depends on it), with the very
+    results of the same functions run eagerly, float and int8 alike."""
+    from tm_guide.decoding.torch_step import decoder_step, encoder_pass
 
     bundle = peaked_int8_bundle
     scripted = TorchStepDecoder(bundle.path, quantize=quantize)
     assert isinstance(scripted.model._step, torch.jit.ScriptFunction)
+    assert isinstance(scripted.model._encode, torch.jit.ScriptFunction)
     eager = TorchStepDecoder(bundle.path, quantize=quantize)
     eager.model._step = decoder_step
+    eager.model._encode = encoder_pass
     index = {t: i for i, t in enumerate(bundle.vocabularies.target)}
     source = _inputs(bundle, sentences[:1])[0]
     target = [index[t] for t in bundle.encode_target(TARGETS[1])]
