@@ -26,6 +26,7 @@ import numpy as np
 from tm_guide.decoding.model_file import CT2ModelFile, read_model_file
 from tm_guide.decoding.torch_step import (
     ACTIVATIONS,
+    StackWeights,
     scripted_decoder_step,
     scripted_encoder_pass,
 )
@@ -208,6 +209,14 @@ class _EncoderLayer(nn.Module):
         )
         self.ffn = _FeedForward(_Weights(model, f"{scope}/ffn"), stack.activation, epsilon)
 
+    def linears(self) -> list[nn.Module]:
+        """In torch_step.encoder_pass's order."""
+        attention, ffn = self.self_attention, self.ffn
+        return [attention.qkv, attention.out, ffn.inner, ffn.outer]
+
+    def norms(self) -> list[nn.Module]:
+        return [self.self_attention.norm, self.ffn.norm]
+
 
 class _DecoderLayer(nn.Module):
     def __init__(self, model: CT2ModelFile, scope: str, stack: _Stack, epsilon: float) -> None:
@@ -219,6 +228,14 @@ class _DecoderLayer(nn.Module):
             _Weights(model, f"{scope}/attention"), stack.num_heads, False, epsilon
         )
         self.ffn = _FeedForward(_Weights(model, f"{scope}/ffn"), stack.activation, epsilon)
+
+    def linears(self) -> list[nn.Module]:
+        """In torch_step.decoder_step's order."""
+        own, cross, ffn = self.self_attention, self.attention, self.ffn
+        return [own.qkv, own.out, cross.q, cross.out, ffn.inner, ffn.outer]
+
+    def norms(self) -> list[nn.Module]:
+        return [self.self_attention.norm, self.attention.norm, self.ffn.norm]
 
 
 class SelfAttentionCache:
@@ -319,55 +336,32 @@ class TransformerModel(nn.Module):
         if not hasattr(self, "_encode"):
             self.prepare()
         self.encoder.position(0, ids.shape[1])  # a ModelError naming the limit if too long
-        keys, values, keep = self._encode(ids, lengths, **self._encoder_weights)
+        keys, values, keep = self._encode(
+            ids, lengths, self._encoder_weights, len(self.encoder_layers)
+        )
         return list(zip(keys, values, strict=True)), keep
 
     def prepare(self) -> None:
-        """Collect the weights as the flat lists the scripted encoder pass and decoder step take.
+        """Collect the weights as torch_step's StackWeights, for the scripted functions.
 
         Call after quantization and moving to the device (TorchStepDecoder does)."""
-        dec = self.decoder
-        linears: list[nn.Module] = []
-        norms: list[torch.Tensor] = []
-        for layer in self.decoder_layers:
-            assert isinstance(layer, _DecoderLayer)
-            linears += [
-                layer.self_attention.qkv,
-                layer.self_attention.out,
-                layer.attention.q,
-                layer.attention.out,
-                layer.ffn.inner,
-                layer.ffn.outer,
-            ]
-            for norm in (layer.self_attention.norm, layer.attention.norm, layer.ffn.norm):
-                norms += [norm.weight, norm.bias]
-        linears.append(self.projection)
-        self._step_weights = {
-            "start_from_zero": self.start_from_zero,
-            **_stack_arguments(dec, linears, norms, self.epsilon),
-            "heads": self.heads,
-        }
+        decoder_layers: list[_DecoderLayer] = list(self.decoder_layers)  # type: ignore[arg-type]
+        encoder_layers: list[_EncoderLayer] = list(self.encoder_layers)  # type: ignore[arg-type]
+        self._decoder_weights = _stack_weights(
+            self.decoder,
+            [m for layer in decoder_layers for m in layer.linears()] + [self.projection],
+            [n for layer in decoder_layers for n in layer.norms()],
+            self.epsilon,
+        )
+        # the decoder's cross-attention keys/values are computed once, with the encoder pass
+        self._encoder_weights = _stack_weights(
+            self.encoder,
+            [m for layer in encoder_layers for m in layer.linears()]
+            + [layer.attention.kv for layer in decoder_layers],
+            [n for layer in encoder_layers for n in layer.norms()],
+            self.epsilon,
+        )
         self._step = scripted_decoder_step()
-        enc = self.encoder
-        linears, norms = [], []
-        for layer in self.encoder_layers:
-            assert isinstance(layer, _EncoderLayer)
-            linears += [
-                layer.self_attention.qkv,
-                layer.self_attention.out,
-                layer.ffn.inner,
-                layer.ffn.outer,
-            ]
-            for norm in (layer.self_attention.norm, layer.ffn.norm):
-                norms += [norm.weight, norm.bias]
-        for layer in self.decoder_layers:
-            assert isinstance(layer, _DecoderLayer)
-            linears.append(layer.attention.kv)
-        self._encoder_weights = {
-            **_stack_arguments(enc, linears, norms, self.epsilon),
-            "heads": enc.num_heads,
-            "layers": len(self.encoder_layers),
-        }
         self._encode = scripted_encoder_pass()
 
     def decode_step(
@@ -388,46 +382,47 @@ class TransformerModel(nn.Module):
         if step >= self.decoder.positions.shape[0]:
             self.decoder.position(step, 1)  # raises the ModelError naming the limit
         log_probs = self._step(
-            ids=ids,
-            step=step,
-            key_buffers=cache.keys,
-            value_buffers=cache.values,
-            cross_keys=[k for k, _ in cross],
-            cross_values=[v for _, v in cross],
-            cross_keep=cross_keep,
-            rows_per_sentence=rows_per_sentence,
-            end_id=end_id,
-            mask_end=mask_end,
-            **self._step_weights,
+            ids,
+            step,
+            self.start_from_zero,
+            self._decoder_weights,
+            cache.keys,
+            cache.values,
+            [k for k, _ in cross],
+            [v for _, v in cross],
+            cross_keep,
+            rows_per_sentence,
+            end_id,
+            mask_end,
         )
         cache.length += 1
         return log_probs
 
 
-def _stack_arguments(
-    stack: _Stack, linears: list[nn.Module], norms: list[torch.Tensor], epsilon: float
-) -> dict:
-    """The arguments that torch_step's encoder pass and decoder step share: one stack's
-    embeddings, norms and linears (fbgemm's packed int8 weights when quantized)."""
+def _stack_weights(
+    stack: _Stack, linears: list[nn.Module], norms: list[nn.Module], epsilon: float
+) -> StackWeights:
+    """One stack's weights for torch_step (fbgemm's packed int8 linears when quantized)."""
     quantized = not isinstance(linears[-1], nn.Linear)
-    return {
-        "embeddings": stack.embeddings,
-        "embedding_scale": float(stack.embedding_scale),
-        "positions": stack.positions,
-        "embedding_norm": _norm_pair(stack.embedding_norm),
-        "packed": (
+    return StackWeights(
+        embeddings=stack.embeddings,
+        embedding_scale=float(stack.embedding_scale),
+        positions=stack.positions,
+        embedding_norm=_norm_pair(stack.embedding_norm),
+        packed=(
             [m._packed_params._packed_params for m in linears]  # type: ignore[union-attr]
             if quantized
             else []
         ),
-        "weights": [] if quantized else [m.weight for m in linears],
-        "biases": [] if quantized else [m.bias for m in linears],
-        "norms": norms,
-        "final_norm": _norm_pair(stack.final_norm),
-        "eps": epsilon,
-        "pre_norm": stack.pre_norm,
-        "activation": stack.activation,
-    }
+        weights=[] if quantized else [m.weight for m in linears],  # type: ignore[misc]
+        biases=[] if quantized else [m.bias for m in linears],  # type: ignore[misc]
+        norms=[t for norm in norms for t in _norm_pair(norm)],
+        final_norm=_norm_pair(stack.final_norm),
+        eps=epsilon,
+        pre_norm=stack.pre_norm,
+        activation=stack.activation,
+        heads=stack.num_heads,
+    )
 
 
 def _norm_pair(norm: nn.Module | None) -> list[torch.Tensor]:

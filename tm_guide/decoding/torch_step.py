@@ -17,7 +17,7 @@ import math
 import warnings
 from collections.abc import Callable
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from torch.nn import functional as F
@@ -27,17 +27,48 @@ log = logging.getLogger(__name__)
 PackedLinear = torch.classes.quantized.LinearPackedParamsBase
 
 
-def _linear(
-    x: torch.Tensor,
-    index: int,
-    packed: list[PackedLinear],  # type: ignore[valid-type]
-    weights: list[torch.Tensor],
-    biases: list[torch.Tensor | None],
-) -> torch.Tensor:
+class StackWeights(NamedTuple):
+    """One stack's (encoder's or decoder's) weights, in the order the functions below index them.
+
+    `packed` holds fbgemm's int8 linears when the model is quantized (then `weights` and `biases`
+    are empty), else `weights`/`biases` hold the float ones. `norms` is gamma, beta per layer
+    norm; `embedding_norm` and `final_norm` are [gamma, beta] or []."""
+
+    embeddings: torch.Tensor
+    embedding_scale: float
+    positions: torch.Tensor
+    embedding_norm: list[torch.Tensor]
+    packed: list[PackedLinear]  # type: ignore[valid-type]
+    weights: list[torch.Tensor]
+    biases: list[torch.Tensor | None]
+    norms: list[torch.Tensor]
+    final_norm: list[torch.Tensor]
+    eps: float
+    pre_norm: bool
+    activation: int
+    heads: int
+
+
+def _linear(x: torch.Tensor, w: StackWeights, index: int) -> torch.Tensor:
     """fbgemm's dynamic int8 linear when the layers are quantized, else a float linear."""
-    if len(packed) > 0:
-        return torch.ops.quantized.linear_dynamic(x, packed[index], True)
-    return F.linear(x, weights[index], biases[index])
+    if len(w.packed) > 0:
+        return torch.ops.quantized.linear_dynamic(x, w.packed[index], True)
+    return F.linear(x, w.weights[index], w.biases[index])
+
+
+def _linear_count(w: StackWeights) -> int:
+    return len(w.packed) if len(w.packed) > 0 else len(w.weights)
+
+
+def _norm(x: torch.Tensor, w: StackWeights, index: int) -> torch.Tensor:
+    return F.layer_norm(x, [x.size(-1)], w.norms[2 * index], w.norms[2 * index + 1], w.eps)
+
+
+def _outer_norm(x: torch.Tensor, w: StackWeights, pair: list[torch.Tensor]) -> torch.Tensor:
+    """The embedding or final layer norm, where the model has one."""
+    if len(pair) == 2:
+        return F.layer_norm(x, [x.size(-1)], pair[0], pair[1], w.eps)
+    return x
 
 
 # CTranslate2's activation codes (ops/activation.h) that `activate` implements.
@@ -69,27 +100,11 @@ def activate(x: torch.Tensor, code: int) -> torch.Tensor:
     return torch.sigmoid(x)
 
 
-def _norm(x: torch.Tensor, norms: list[torch.Tensor], index: int, eps: float) -> torch.Tensor:
-    return F.layer_norm(x, [x.size(-1)], norms[2 * index], norms[2 * index + 1], eps)
-
-
 def decoder_step(
     ids: torch.Tensor,
     step: int,
     start_from_zero: bool,
-    embeddings: torch.Tensor,
-    embedding_scale: float,
-    positions: torch.Tensor,
-    embedding_norm: list[torch.Tensor],
-    packed: list[PackedLinear],  # type: ignore[valid-type]
-    weights: list[torch.Tensor],
-    biases: list[torch.Tensor | None],
-    norms: list[torch.Tensor],
-    final_norm: list[torch.Tensor],
-    eps: float,
-    pre_norm: bool,
-    activation: int,
-    heads: int,
+    w: StackWeights,
     key_buffers: list[torch.Tensor],
     value_buffers: list[torch.Tensor],
     cross_keys: list[torch.Tensor],
@@ -107,15 +122,16 @@ def decoder_step(
     (index 6 * layers) is the output projection."""
     rows = ids.size(0)
     sentences = rows // rows_per_sentence
-    depth = embeddings.size(1)
+    heads = w.heads
+    depth = w.embeddings.size(1)
     head_dim = depth // heads
     scale = 1.0 / math.sqrt(float(head_dim))
     if step == 0 and start_from_zero:
-        x = positions[step].expand(rows, depth)
+        x = w.positions[step].expand(rows, depth)
     else:
-        x = F.embedding(ids, embeddings) * embedding_scale + positions[step]
-    if len(embedding_norm) == 2:
-        x = F.layer_norm(x, [depth], embedding_norm[0], embedding_norm[1], eps)
+        x = F.embedding(ids, w.embeddings) * w.embedding_scale + w.positions[step]
+    x = _outer_norm(x, w, w.embedding_norm)
+    pre_norm = w.pre_norm
     length = step + 1
     # per decoder layer 6 linears (self-attention q/k/v and output, cross-attention query and
     # output, feed-forward inner and outer) and 3 layer norms (gamma, beta each)
@@ -123,8 +139,8 @@ def decoder_step(
         linear = 6 * layer
         norm = 3 * layer
         # self-attention over the cached steps (one query per row)
-        h = _norm(x, norms, norm, eps) if pre_norm else x
-        qkv = _linear(h, linear, packed, weights, biases).view(rows, 3, heads, head_dim)
+        h = _norm(x, w, norm) if pre_norm else x
+        qkv = _linear(h, w, linear).view(rows, 3, heads, head_dim)
         key_buffer = key_buffers[layer]
         value_buffer = value_buffers[layer]
         key_buffer[step] = qkv[:, 1]
@@ -134,47 +150,30 @@ def decoder_step(
         q = (qkv[:, 0] * scale).reshape(rows * heads, 1, head_dim)
         attention = torch.softmax(torch.bmm(q, keys.permute(1, 2, 0)), dim=-1)
         h = torch.bmm(attention, values.transpose(0, 1)).view(rows, depth)
-        h = _linear(h, linear + 1, packed, weights, biases)
-        x = x + h if pre_norm else _norm(x + h, norms, norm, eps)
+        h = _linear(h, w, linear + 1)
+        x = x + h if pre_norm else _norm(x + h, w, norm)
         # cross-attention on the sentence's encoder keys/values
-        h = _norm(x, norms, norm + 1, eps) if pre_norm else x
-        q = _linear(h, linear + 2, packed, weights, biases)
+        h = _norm(x, w, norm + 1) if pre_norm else x
+        q = _linear(h, w, linear + 2)
         q = q.view(sentences, rows_per_sentence, heads, head_dim).transpose(1, 2)
         h = F.scaled_dot_product_attention(
             q, cross_keys[layer], cross_values[layer], attn_mask=cross_keep
         )
-        h = _linear(h.transpose(1, 2).reshape(rows, depth), linear + 3, packed, weights, biases)
-        x = x + h if pre_norm else _norm(x + h, norms, norm + 1, eps)
+        h = _linear(h.transpose(1, 2).reshape(rows, depth), w, linear + 3)
+        x = x + h if pre_norm else _norm(x + h, w, norm + 1)
         # feed-forward
-        h = _norm(x, norms, norm + 2, eps) if pre_norm else x
-        h = activate(_linear(h, linear + 4, packed, weights, biases), activation)
-        h = _linear(h, linear + 5, packed, weights, biases)
-        x = x + h if pre_norm else _norm(x + h, norms, norm + 2, eps)
-    if len(final_norm) == 2:
-        x = F.layer_norm(x, [depth], final_norm[0], final_norm[1], eps)
-    logits = _linear(x, 6 * len(key_buffers), packed, weights, biases).float()
+        h = _norm(x, w, norm + 2) if pre_norm else x
+        h = activate(_linear(h, w, linear + 4), w.activation)
+        h = _linear(h, w, linear + 5)
+        x = x + h if pre_norm else _norm(x + h, w, norm + 2)
+    logits = _linear(_outer_norm(x, w, w.final_norm), w, 6 * len(key_buffers)).float()
     if mask_end:
         logits[:, end_id] = -math.inf
     return torch.log_softmax(logits, dim=-1)
 
 
 def encoder_pass(
-    ids: torch.Tensor,
-    lengths: torch.Tensor,
-    embeddings: torch.Tensor,
-    embedding_scale: float,
-    positions: torch.Tensor,
-    embedding_norm: list[torch.Tensor],
-    packed: list[PackedLinear],  # type: ignore[valid-type]
-    weights: list[torch.Tensor],
-    biases: list[torch.Tensor | None],
-    norms: list[torch.Tensor],
-    final_norm: list[torch.Tensor],
-    eps: float,
-    pre_norm: bool,
-    activation: int,
-    heads: int,
-    layers: int,
+    ids: torch.Tensor, lengths: torch.Tensor, w: StackWeights, layers: int
 ) -> tuple[list[torch.Tensor], list[torch.Tensor], torch.Tensor]:
     """Encode padded source ids [batch, time]; return per decoder layer the cross-attention
     keys and values [batch, heads, time, head_dim], and the key mask [batch, 1, 1, time]
@@ -184,34 +183,31 @@ def encoder_pass(
     outer), then one key/value linear per decoder layer. Norms: 2 per encoder layer."""
     batch = ids.size(0)
     time = ids.size(1)
-    depth = embeddings.size(1)
+    heads = w.heads
+    depth = w.embeddings.size(1)
     head_dim = depth // heads
-    x = F.embedding(ids, embeddings) * embedding_scale + positions[:time]
-    if len(embedding_norm) == 2:
-        x = F.layer_norm(x, [depth], embedding_norm[0], embedding_norm[1], eps)
+    x = F.embedding(ids, w.embeddings) * w.embedding_scale + w.positions[:time]
+    x = _outer_norm(x, w, w.embedding_norm)
+    pre_norm = w.pre_norm
     keep = (torch.arange(time, device=ids.device)[None, :] < lengths[:, None])[:, None, None, :]
     for layer in range(layers):
         linear = 4 * layer
         norm = 2 * layer
-        h = _norm(x, norms, norm, eps) if pre_norm else x
-        qkv = _linear(h, linear, packed, weights, biases).view(batch, time, 3, heads, head_dim)
+        h = _norm(x, w, norm) if pre_norm else x
+        qkv = _linear(h, w, linear).view(batch, time, 3, heads, head_dim)
         q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)
         h = F.scaled_dot_product_attention(q, k, v, attn_mask=keep)
-        h = _linear(
-            h.transpose(1, 2).reshape(batch, time, depth), linear + 1, packed, weights, biases
-        )
-        x = x + h if pre_norm else _norm(x + h, norms, norm, eps)
-        h = _norm(x, norms, norm + 1, eps) if pre_norm else x
-        h = activate(_linear(h, linear + 2, packed, weights, biases), activation)
-        h = _linear(h, linear + 3, packed, weights, biases)
-        x = x + h if pre_norm else _norm(x + h, norms, norm + 1, eps)
-    if len(final_norm) == 2:
-        x = F.layer_norm(x, [depth], final_norm[0], final_norm[1], eps)
+        h = _linear(h.transpose(1, 2).reshape(batch, time, depth), w, linear + 1)
+        x = x + h if pre_norm else _norm(x + h, w, norm)
+        h = _norm(x, w, norm + 1) if pre_norm else x
+        h = activate(_linear(h, w, linear + 2), w.activation)
+        h = _linear(h, w, linear + 3)
+        x = x + h if pre_norm else _norm(x + h, w, norm + 1)
+    x = _outer_norm(x, w, w.final_norm)
     cross_keys: list[torch.Tensor] = []
     cross_values: list[torch.Tensor] = []
-    count = len(packed) if len(packed) > 0 else len(weights)
-    for index in range(4 * layers, count):
-        kv = _linear(x, index, packed, weights, biases).view(batch, time, 2, heads, head_dim)
+    for index in range(4 * layers, _linear_count(w)):
+        kv = _linear(x, w, index).view(batch, time, 2, heads, head_dim)
         k, v = kv.permute(2, 0, 3, 1, 4).unbind(0)
         cross_keys.append(k)
         cross_values.append(v)
