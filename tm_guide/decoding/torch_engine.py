@@ -5,9 +5,9 @@ translate_batch costs a full re-decode per step. This engine reads the very weig
 model.bin (one model format), encodes each batch once, computes the cross-attention keys/values
 once, and per step runs only the newest token of every live hypothesis with cached self-attention
 keys/values. Int8 weights are dequantized (weight / per-row scale) to float32 on load, or, with
-quantize=True (the default on CPU), kept as int8 for fbgemm's dynamic int8 linear. The
-computation itself is in torch_step (TorchScript); this module loads the weights and keeps the
-cache.
+quantize=True (GuidedTranslator's default for an int8 bundle on CPU), kept as int8 for fbgemm's
+dynamic int8 linear. The computation itself is in torch_step (TorchScript); this module loads
+the weights and keeps the cache.
 
 Supported: CTranslate2's TransformerSpec as produced for Marian / OPUS-MT and similar
 encoder-decoder Transformers (pre- or post-norm, sinusoidal or stored position encodings,
