@@ -262,6 +262,12 @@ def render_markdown(results: dict[str, Any], figures: dict[str, str]) -> str:
     out += [
         "## Reproducibility signature",
         "",
+        "Word alignment is sampled: eflomal seeds itself from /dev/urandom and has no seed "
+        "option, so a TM aligned afresh (`--tm` given as a TSV) yields slightly different pieces "
+        "from run to run, and the guided scores move with them by tenths of a point (the "
+        "unguided and best-match scores do not). To compare systems on the same alignments, "
+        "import and align the TM once into a store and pass its memory name with `--db`.",
+        "",
         "```json",
         json.dumps(sig, indent=2, sort_keys=True),
         "```",
