@@ -11,6 +11,11 @@ exactly once (no lost or doubled writes). Example:
 
   python bench/server_bench.py --clients 16 --adds 400 --suggestions 200
 
+Back to back, 16 clients measure saturation; with --think-ms each client pauses between its
+suggestions as an editor reading them does (a 2 s mean: 16 editors at ~7 suggestions/s):
+
+  python bench/server_bench.py --clients 16 --adds 16 --suggestions 240 --think-ms 2000
+
 A/B in one run: each --variant starts its own server with extra environment variables (all of
 them seeded alike), and the phases are split into --rounds rounds that alternate between the
 servers, so that a changing load on the machine falls on every variant alike:
