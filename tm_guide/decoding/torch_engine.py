@@ -133,12 +133,11 @@ class _Attention(nn.Module):
 
 
 class _FeedForward(nn.Module):
-    def __init__(self, w: _Weights, activation: int, epsilon: float) -> None:
+    def __init__(self, w: _Weights, epsilon: float) -> None:
         super().__init__()
         self.inner = w.linear("linear_0")
         self.outer = w.linear("linear_1")
         self.norm = w.layer_norm("layer_norm", epsilon)
-        self.activation = activation
 
 
 def _check_supported(model: CT2ModelFile) -> None:
@@ -195,13 +194,14 @@ class _Stack(nn.Module):
             )
         self.weights = w
 
-    def position(self, start: int, length: int) -> torch.Tensor:
-        if start + length > self.positions.shape[0]:
+    def check_length(self, length: int) -> None:
+        """A ModelError naming the limit when a sequence needs more position encodings than
+        the model has."""
+        if length > self.positions.shape[0]:
             raise ModelError(
-                f"sequence of {start + length} positions exceeds the model's "
+                f"sequence of {length} positions exceeds the model's "
                 f"{self.positions.shape[0]} position encodings"
             )
-        return self.positions[start : start + length]
 
 
 class _EncoderLayer(nn.Module):
@@ -210,7 +210,7 @@ class _EncoderLayer(nn.Module):
         self.self_attention = _Attention(
             _Weights(model, f"{scope}/self_attention"), stack.num_heads, True, epsilon
         )
-        self.ffn = _FeedForward(_Weights(model, f"{scope}/ffn"), stack.activation, epsilon)
+        self.ffn = _FeedForward(_Weights(model, f"{scope}/ffn"), epsilon)
 
     def linears(self) -> list[nn.Module]:
         """In torch_step.encoder_pass's order."""
@@ -230,7 +230,7 @@ class _DecoderLayer(nn.Module):
         self.attention = _Attention(
             _Weights(model, f"{scope}/attention"), stack.num_heads, False, epsilon
         )
-        self.ffn = _FeedForward(_Weights(model, f"{scope}/ffn"), stack.activation, epsilon)
+        self.ffn = _FeedForward(_Weights(model, f"{scope}/ffn"), epsilon)
 
     def linears(self) -> list[nn.Module]:
         """In torch_step.decoder_step's order."""
@@ -333,16 +333,13 @@ class TransformerModel(nn.Module):
 
     def encode(
         self, ids: torch.Tensor, lengths: torch.Tensor
-    ) -> tuple[list[tuple[torch.Tensor, torch.Tensor]], torch.Tensor]:
-        """Per decoder layer the cross-attention keys and values [batch, heads, time, head_dim]
-        of the padded source `ids` [batch, time], and the key mask [batch, 1, 1, time]."""
+    ) -> tuple[list[torch.Tensor], list[torch.Tensor], torch.Tensor]:
+        """Per decoder layer the cross-attention keys, and values, [batch, heads, time, head_dim]
+        of the padded source `ids` [batch, time]; and the key mask [batch, 1, 1, time]."""
         if not hasattr(self, "_encode"):
             self.prepare()
-        self.encoder.position(0, ids.shape[1])  # a ModelError naming the limit if too long
-        keys, values, keep = self._encode(
-            ids, lengths, self._encoder_weights, len(self.encoder_layers)
-        )
-        return list(zip(keys, values, strict=True)), keep
+        self.encoder.check_length(ids.shape[1])
+        return self._encode(ids, lengths, self._encoder_weights, len(self.encoder_layers))
 
     def prepare(self) -> None:
         """Collect the weights as torch_step's StackWeights, for the scripted functions.
@@ -372,7 +369,8 @@ class TransformerModel(nn.Module):
         ids: torch.Tensor,
         step: int,
         cache: SelfAttentionCache,
-        cross: list[tuple[torch.Tensor, torch.Tensor]],
+        cross_keys: list[torch.Tensor],
+        cross_values: list[torch.Tensor],
         cross_keep: torch.Tensor,
         rows_per_sentence: int,
         end_id: int = -1,
@@ -382,8 +380,7 @@ class TransformerModel(nn.Module):
         this step (see torch_step.decoder_step)."""
         if not hasattr(self, "_step"):
             self.prepare()
-        if step >= self.decoder.positions.shape[0]:
-            self.decoder.position(step, 1)  # raises the ModelError naming the limit
+        self.decoder.check_length(step + 1)
         log_probs = self._step(
             ids,
             step,
@@ -391,8 +388,8 @@ class TransformerModel(nn.Module):
             self._decoder_weights,
             cache.keys,
             cache.values,
-            [k for k, _ in cross],
-            [v for _, v in cross],
+            cross_keys,
+            cross_values,
             cross_keep,
             rows_per_sentence,
             end_id,
@@ -487,9 +484,10 @@ def _quantize_linear_layers(module: nn.Module) -> None:
 
 @dataclass
 class _TorchState:
-    cross: list[tuple[torch.Tensor, torch.Tensor]]
+    cross_keys: list[torch.Tensor]  # per decoder layer [sentences, heads, time, head_dim]
+    cross_values: list[torch.Tensor]
     cross_keep: torch.Tensor
-    cross_sentences: np.ndarray  # batch index of each sentence held in `cross`
+    cross_sentences: np.ndarray  # batch index of each sentence held in the three above
     cache: SelfAttentionCache
     step: int
 
@@ -542,9 +540,10 @@ class TorchStepDecoder(TargetVocabulary):
         for row, seq in enumerate(ids):
             padded[row, : len(seq)] = torch.tensor(seq, dtype=torch.long)
         lengths = torch.tensor([len(i) for i in ids], dtype=torch.long)
-        cross, keep = self.model.encode(padded.to(self.device), lengths.to(self.device))
+        keys, values, keep = self.model.encode(padded.to(self.device), lengths.to(self.device))
         return _TorchState(
-            cross=cross,
+            cross_keys=keys,
+            cross_values=values,
             cross_keep=keep,
             cross_sentences=np.arange(len(ids)),
             cache=SelfAttentionCache(
@@ -568,9 +567,8 @@ class TorchStepDecoder(TargetVocabulary):
         live = np.asarray(sentences[::rows_per_sentence])
         if not np.array_equal(live, state.cross_sentences):
             keep = torch.from_numpy(np.searchsorted(state.cross_sentences, live)).to(self.device)
-            state.cross = [
-                (k.index_select(0, keep), v.index_select(0, keep)) for k, v in state.cross
-            ]
+            state.cross_keys = [k.index_select(0, keep) for k in state.cross_keys]
+            state.cross_values = [v.index_select(0, keep) for v in state.cross_values]
             state.cross_keep = state.cross_keep.index_select(0, keep)
             state.cross_sentences = live
         index = None
@@ -582,7 +580,8 @@ class TorchStepDecoder(TargetVocabulary):
             ids,
             state.step,
             state.cache,
-            state.cross,
+            state.cross_keys,
+            state.cross_values,
             state.cross_keep,
             rows_per_sentence,
             end_id=self._end_id,
