@@ -176,3 +176,14 @@ def test_rerank_returns_native_hypotheses_ranked_by_guided_score(peaked_bundle, 
         for h in hyps:
             assert h.reward == pytest.approx(reward.sequence_reward(h.token_ids))
             assert h.score == pytest.approx((h.log_prob + h.reward) / h.length, abs=1e-4)
+
+
+def test_torch_engine_refuses_a_source_longer_than_its_position_encodings(peaked_bundle):
+    from tm_guide.errors import ModelError
+
+    decoder = TorchStepDecoder(peaked_bundle.path)
+    limit = decoder.model.encoder.positions.shape[0]
+    token = peaked_bundle.vocabularies.source[5]
+    decoder.start([[token] * (limit - 1)])  # with the source </s>: exactly the limit
+    with pytest.raises(ModelError, match=f"exceeds the model's {limit} position encodings"):
+        decoder.start([[token] * (limit + 1)])
