@@ -5,10 +5,12 @@ from __future__ import annotations
 import multiprocessing
 from pathlib import Path
 
+import numpy as np
 from whoosh import index as whoosh_index
 from whoosh import query
 
 from tm_guide.index import IndexOptions, MemoryKey, WhooshIndex
+from tm_guide.index.bm25 import PostingsCache
 from tm_guide.records import SegmentRecord
 from tm_guide.store import Store, StoreOptions
 from tm_guide.store.types import Memory
@@ -150,3 +152,51 @@ def test_scores_are_whoosh_bm25(store: Store, index_dir: Path) -> None:
         assert gone.id not in by_id
     finally:
         wide._open.clear()
+
+
+def test_cached_postings_follow_committed_changes(db_url: str, index_dir: Path) -> None:
+    """Postings decoded once are reused, yet a delete or update that reaches the disk (new
+    segment readers, merges) is seen at once, and the ranking stays that of an uncached index."""
+    options = StoreOptions(index=IndexOptions(buffer_docs=1))  # every change is committed
+    with Store.open(db_url, index_dir, options) as store:
+        memory = store.create_memory("ui", "en", "de")
+        added = [
+            store.add_segment(memory, SegmentRecord(source, target, tuid=source))
+            for source, target in SENTENCES  # one whoosh segment per add
+        ]
+        text = "open the file window"
+        assert SENTENCES[0][0] in sources(store.search([memory.id], text, limit=10))
+        store.delete_segment(memory, added[0].id)
+        store.update_segment(
+            memory, SENTENCES[5][0], SegmentRecord("Close the dialog", "Dialog schließen")
+        )
+        hits = store.search([memory.id], text, limit=10)
+        assert SENTENCES[0][0] not in sources(hits)
+        assert SENTENCES[5][0] not in sources(hits)
+        memory = store.get_memory("ui")
+        key = MemoryKey(memory.id, memory.uuid, memory.revision)
+        store.index.flush(key)  # type: ignore[attr-defined]
+        hits = store.search([memory.id], text, limit=10)
+        assert {SENTENCES[0][0], SENTENCES[5][0]}.isdisjoint(sources(hits))
+        uncached = WhooshIndex(index_dir, IndexOptions(postings_cache=0))
+        try:
+            assert [(h.segment.id, h.score) for h in hits] == uncached.search(key, text, 10)
+        finally:
+            uncached._open.clear()
+
+
+def test_postings_cache_keeps_its_budget() -> None:
+    cache = PostingsCache(budget=100)
+    block = (np.arange(25), np.ones(25))
+    for word in ("a", "b", "c"):
+        cache.put((1, word), block)
+    assert cache.get((1, "a")) is not None  # now the most recently used
+    cache.put((1, "d"), block)
+    cache.put((1, "e"), block)
+    assert cache.size == 100
+    assert cache.get((1, "b")) is None  # the least recently used went first
+    assert cache.get((1, "a")) is not None and cache.get((1, "d")) is not None
+    cache.put((1, "huge"), (np.arange(60), np.ones(60)))  # over a quarter of the budget
+    assert cache.get((1, "huge")) is None
+    cache.retain({2})
+    assert cache.size == 0 and cache.get((1, "a")) is None

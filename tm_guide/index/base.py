@@ -63,6 +63,9 @@ class IndexOptions:
     # While the database revision matches, the disk index is looked at once per interval, not
     # on every query.
     refresh_interval_s: float = 1.0
+    # Decoded postings kept per open memory (16 bytes each; 0 = none): a lookup of words seen
+    # before reads no whoosh blocks.
+    postings_cache: int = 1_000_000
 
 
 class SourceIndex(ABC):

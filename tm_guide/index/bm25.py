@@ -5,11 +5,16 @@ on a TM that is most of a lookup's time. Here each chosen term's postings are re
 into arrays and scored in one vectorised step with the same formula, statistics and encoded field
 lengths as whoosh's BM25F, so the ranking is the same. Per-segment arrays (field lengths, deleted
 documents, docnum -> segment id) are cached: whoosh segments never change their documents.
+For the same reason each segment's decoded postings are kept (least recently used first out,
+within a budget of postings): decoding whoosh's blocks in Python is most of a lookup's time, and
+a CAT project's sentences keep asking for the same words.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,11 +52,58 @@ class Stats:
     avg_length: float
 
 
+class PostingsCache:
+    """Decoded postings of (leaf, word), least recently used dropped first, holding at most
+    `budget` postings (16 bytes each) in all."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.size = 0
+        self._entries: OrderedDict[tuple[int, str], tuple[np.ndarray, np.ndarray]] = OrderedDict()
+
+    def get(self, key: tuple[int, str]) -> tuple[np.ndarray, np.ndarray] | None:
+        found = self._entries.get(key)
+        if found is not None:
+            self._entries.move_to_end(key)
+        return found
+
+    def put(self, key: tuple[int, str], postings: tuple[np.ndarray, np.ndarray]) -> None:
+        count = int(postings[0].size)
+        if count > self.budget // 4 or key in self._entries:
+            return
+        self._entries[key] = postings
+        self.size += count
+        while self.size > self.budget:
+            _, (docnums, _) = self._entries.popitem(last=False)
+            self.size -= int(docnums.size)
+
+    def retain(self, serials: set[int]) -> None:
+        """Drop the entries of leaves that are gone (a merged or rewritten segment)."""
+        for key in [k for k in self._entries if k[0] not in serials]:
+            self.size -= int(self._entries.pop(key)[0].size)
+
+    def clear(self) -> None:
+        self._entries.clear()
+        self.size = 0
+
+
+_leaf_serials = itertools.count()
+
+
 class Leaf:
     """One whoosh segment reader with its field lengths and deleted-document mask."""
 
-    def __init__(self, reader: Any, offset: int, field: str, ids: dict[int, str]) -> None:
+    def __init__(
+        self,
+        reader: Any,
+        offset: int,
+        field: str,
+        ids: dict[int, str],
+        cache: PostingsCache | None = None,
+    ) -> None:
         self.reader = reader
+        self.serial = next(_leaf_serials)  # never reused, unlike id(): the cache's key
+        self.cache = cache
         self.offset = offset
         self.field = field
         self.ids = ids  # docnum -> stored id, filled on demand, shared across generations
@@ -75,6 +127,18 @@ class Leaf:
 
     def postings(self, word: str) -> tuple[np.ndarray, np.ndarray]:
         """(docnums, term frequencies) of a word in this segment, deleted documents left out."""
+        if self.cache is None:
+            return self._read_postings(word)
+        key = (self.serial, word)
+        found = self.cache.get(key)
+        if found is None:
+            found = self._read_postings(word)
+            for array in found:
+                array.flags.writeable = False  # shared by every later lookup
+            self.cache.put(key, found)
+        return found
+
+    def _read_postings(self, word: str) -> tuple[np.ndarray, np.ndarray]:
         try:
             matcher = self.reader.postings(self.field, word)
         except TermNotFound:
@@ -131,8 +195,9 @@ def _read_all(matcher: Any) -> tuple[np.ndarray, np.ndarray]:
 class LeafCache:
     """The leaves of the current searcher; rebuilt when the searcher is replaced."""
 
-    def __init__(self, field: str) -> None:
+    def __init__(self, field: str, postings_budget: int = 0) -> None:
         self.field = field
+        self.postings = PostingsCache(postings_budget) if postings_budget > 0 else None
         self._searcher: Any = None
         self._leaves: list[Leaf] = []
         self._stats = Stats(0, 1.0)
@@ -151,10 +216,12 @@ class LeafCache:
                 ids[key] = self._ids.get(key, {})
                 leaf = known.get((id(reader), offset))
                 if leaf is None or leaf.reader is not reader:
-                    leaf = Leaf(reader, offset, self.field, ids[key])
+                    leaf = Leaf(reader, offset, self.field, ids[key], self.postings)
                 leaves.append(leaf)
             self._ids = ids
             self._leaves = leaves
+            if self.postings is not None:
+                self.postings.retain({leaf.serial for leaf in leaves})
             self._stats = Stats(
                 searcher.doc_count_all(), searcher.avg_field_length(self.field) or 1.0
             )
@@ -164,6 +231,8 @@ class LeafCache:
     def clear(self) -> None:
         self._searcher = None
         self._leaves = []
+        if self.postings is not None:
+            self.postings.clear()
 
 
 def top_documents(

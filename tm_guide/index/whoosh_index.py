@@ -63,12 +63,12 @@ class _MemoryIndex:
     commits, when the database revision moves, and otherwise once per `refresh_interval_s`.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, postings_budget: int = 0) -> None:
         self.path = path
         self.lock = threading.RLock()
         self._ix: Any = None
         self._searcher: Any = None
-        self.leaves = LeafCache("source")
+        self.leaves = LeafCache("source", postings_budget)
         self.overlay = Overlay()
         self.view: int | None = None
         self.disk_revision: int | None = None
@@ -144,7 +144,7 @@ class WhooshIndex(SourceIndex):
         with self._lock:
             found = self._open.get(memory.uuid)
             if found is None:
-                found = _MemoryIndex(self.directory / memory.uuid)
+                found = _MemoryIndex(self.directory / memory.uuid, self.options.postings_cache)
                 self._open[memory.uuid] = found
             return found
 
