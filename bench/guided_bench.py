@@ -28,8 +28,7 @@ import os
 import platform
 import sys
 import tempfile
-import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -37,6 +36,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from decoding_bench import best_time  # noqa: E402  (this script's folder is on sys.path)
 
 from tm_guide.decoding.translator import GuidedTranslator, TranslateOptions  # noqa: E402
 from tm_guide.model import Bundle  # noqa: E402
@@ -108,15 +109,6 @@ class Measured:
     native_outputs: list[str] = field(default_factory=list)
 
 
-def best_of(repeat: int, run: Callable[[], list[Any]]) -> tuple[float, list[Any]]:
-    best, results = float("inf"), []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        results = run()
-        best = min(best, time.perf_counter() - started)
-    return best, results
-
-
 def measure(
     translator: GuidedTranslator,
     sentences: list[str],
@@ -127,19 +119,19 @@ def measure(
     native = replace(guided, memory_ids=())
     out = Measured()
     for sentence in sentences:
-        spent, _ = best_of(repeat, lambda s=sentence: translator.translate([s], native))
+        spent, _ = best_time(lambda s=sentence: translator.translate([s], native), repeat)
         out.native_single += spent
-        spent, results = best_of(repeat, lambda s=sentence: translator.translate([s], guided))
+        spent, results = best_time(lambda s=sentence: translator.translate([s], guided), repeat)
         out.guided_single += spent
         for stage in STAGES:
             out.stages_single[stage] += results[0].timings.get(stage, 0.0)
     size = guided.batch_size
     for k in range(0, len(sentences), size):
         batch = sentences[k : k + size]
-        spent, results = best_of(repeat, lambda x=batch: translator.translate(x, native))
+        spent, results = best_time(lambda x=batch: translator.translate(x, native), repeat)
         out.native_batch += spent
         out.native_outputs.extend(r.translation for r in results)
-        spent, results = best_of(repeat, lambda x=batch: translator.translate(x, guided))
+        spent, results = best_time(lambda x=batch: translator.translate(x, guided), repeat)
         out.guided_batch += spent
         out.guided_outputs.extend(r.translation for r in results)
         out.with_pieces += sum(r.guided for r in results)
