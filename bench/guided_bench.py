@@ -11,14 +11,14 @@ sides). Sentences with no piece go to native search in both, as the translator d
                                  [--batch 32] [--lam CARD] [--m 10] [--min-similarity 0,0.5]
                                  [--engine torch] [--repeat 1]
 
-The memory must be word-aligned (`tm-guide import` then `tm-guide align`); with --tm FILE.tsv
-instead, the TSV is imported and aligned into a throwaway store first (about a minute for the
-35.9k-segment help TM). Per sentence: the best of --repeat runs of each sentence alone, summed;
-per batch: the best of --repeat runs of each batch of --batch sentences, summed. Guided and
-native runs alternate, so that a change of machine load affects both alike. With references in
-the sentence file's second column, BLEU of both outputs is printed next to the times, so that a
-faster setting (--min-similarity: guide only sentences with a close enough TM match) shows what it
-costs. Target: total <= 1.5x native, per sentence and per batch.
+The memory's segments not yet word-aligned are aligned first (as `tm-guide eval` does); with
+--tm FILE.tsv instead, the TSV is imported and aligned into a throwaway store first (about a
+minute for the 35.9k-segment help TM). Per sentence: the best of --repeat runs of each sentence
+alone, summed; per batch: the best of --repeat runs of each batch of --batch sentences, summed.
+Guided and native runs alternate, so that a change of machine load affects both alike. With
+references in the sentence file's second column, BLEU of both outputs is printed next to the
+times, so that a faster setting (--min-similarity: guide only sentences with a close enough TM
+match) shows what it costs. Target: total <= 1.5x native, per sentence and per batch.
 """
 
 from __future__ import annotations
@@ -27,12 +27,9 @@ import argparse
 import os
 import platform
 import sys
-import tempfile
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -40,42 +37,12 @@ sys.path.insert(0, str(ROOT))
 from decoding_bench import best_time  # noqa: E402  (this script's folder is on sys.path)
 
 from tm_guide.decoding.translator import GuidedTranslator, TranslateOptions  # noqa: E402
+from tm_guide.evaluation.runner import open_tm  # noqa: E402
 from tm_guide.model import Bundle  # noqa: E402
 
 DEFAULT_BUNDLE = ROOT / "tm_guide" / "models" / "demo-en-de"
 DEFAULT_SENTENCES = ROOT / "bench" / "corpus" / "data" / "en-de" / "test.tsv"
 STAGES = ("retrieval", "pieces", "decoding")
-
-
-@contextmanager
-def open_memory(args: argparse.Namespace, bundle: Bundle) -> Iterator[tuple[Any, Any]]:
-    """(store, memory): the named memory of --db, or --tm imported and aligned into a temp store."""
-    from tm_guide.pieces.align import MemoryAligner
-    from tm_guide.store import Store
-
-    if args.tm is None:
-        store = Store.open(args.db)
-        try:
-            yield store, store.get_memory(args.memory)
-        finally:
-            store.close()
-        return
-    from tm_guide.formats.parallel import read_tsv
-
-    with tempfile.TemporaryDirectory(prefix="tm-guide-bench-") as tmp:
-        store = Store.open(f"sqlite:///{tmp}/tm.sqlite", index_dir=Path(tmp) / "index")
-        try:
-            card = bundle.card
-            memory = store.create_memory("bench", card.source_lang, card.target_lang)
-            store.import_records(
-                memory, read_tsv(args.tm, card.source_lang, card.target_lang), progress=True
-            )
-            MemoryAligner(store, bundle).align_memory(
-                store.get_memory(memory.id), mode="full", progress=True
-            )
-            yield store, store.get_memory(memory.id)
-        finally:
-            store.close()
 
 
 def read_pairs(path: Path, count: int) -> tuple[list[str], list[str] | None]:
@@ -183,7 +150,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     lam = args.lam if args.lam is not None else (bundle.card.guided_lambda or 1.0)
     sentences, references = read_pairs(args.sentences, args.count)
     rows: list[tuple[float, Measured]] = []
-    with open_memory(args, bundle) as (store, memory):
+    tm = str(args.tm) if args.tm is not None else args.memory
+    with open_tm(tm, args.db, bundle) as (store, memory):
         translator = GuidedTranslator(bundle, store)
         base = TranslateOptions(
             engine=args.engine,

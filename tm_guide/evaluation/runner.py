@@ -36,12 +36,15 @@ class CollectedPieces:
 
 
 @contextlib.contextmanager
-def open_tm(options: EvalOptions, bundle: Any) -> Iterator[tuple[Any, Any]]:
-    """(store, memory): an existing memory, or a TSV imported and aligned into a throwaway store."""
+def open_tm(
+    tm: str, db_url: str | None, bundle: Any, progress: bool = True
+) -> Iterator[tuple[Any, Any]]:
+    """(store, memory): memory `tm` of the store at `db_url` (its stale segments aligned first),
+    or a TSV file `tm` imported and aligned into a throwaway store."""
     from tm_guide.pieces.align import MemoryAligner
     from tm_guide.store import Store
 
-    tm_path = Path(options.tm)
+    tm_path = Path(tm)
     if tm_path.suffix.lower() == ".tsv" and tm_path.is_file():
         from tm_guide.formats.parallel import read_tsv as read_tm_tsv
 
@@ -51,23 +54,23 @@ def open_tm(options: EvalOptions, bundle: Any) -> Iterator[tuple[Any, Any]]:
                 card = bundle.card
                 memory = store.create_memory(EVAL_MEMORY, card.source_lang, card.target_lang)
                 records = read_tm_tsv(tm_path, card.source_lang, card.target_lang)
-                store.import_records(memory, records, progress=options.progress)
+                store.import_records(memory, records, progress=progress)
                 MemoryAligner(store, bundle).align_memory(
-                    store.get_memory(memory.id), mode="full", progress=options.progress
+                    store.get_memory(memory.id), mode="full", progress=progress
                 )
                 yield store, store.get_memory(memory.id)
             finally:
                 store.close()
         return
-    if options.db_url is None:
+    if db_url is None:
         raise InvalidInput(
-            f"--tm {options.tm!r} is not a .tsv file, so it names a memory: give --db too",
+            f"--tm {tm!r} is not a .tsv file, so it names a memory: give --db too",
             field="tm",
         )
-    store = Store.open(options.db_url)
+    store = Store.open(db_url)
     try:
-        memory = store.get_memory(options.tm)
-        MemoryAligner(store, bundle).align_memory(memory, mode="stale", progress=options.progress)
+        memory = store.get_memory(tm)
+        MemoryAligner(store, bundle).align_memory(memory, mode="stale", progress=progress)
         yield store, store.get_memory(memory.id)
     finally:
         store.close()
@@ -165,7 +168,7 @@ def run_evaluation(options: EvalOptions, command: str) -> dict[str, Any]:
             + (f" and {len(dev)} of {dev_total} dev sentences" if dev else "")
             + f" (seeded, seed {options.seed}); scores on a sample differ from the full set."
         )
-    with open_tm(options, bundle) as (store, memory):
+    with open_tm(options.tm, options.db_url, bundle, options.progress) as (store, memory):
         translator = GuidedTranslator(bundle, store)
         runner = Runner(options, translator, memory.id)
         engine = options.engines[0]
