@@ -200,3 +200,8 @@ def test_postings_cache_keeps_its_budget() -> None:
     assert cache.get((1, "huge")) is None
     cache.retain({2})
     assert cache.size == 0 and cache.get((1, "a")) is None
+    absent = (np.zeros(0, dtype=np.int64), np.zeros(0))  # a word missing from a segment
+    for number in range(150):
+        cache.put((2, f"absent{number}"), absent)
+    assert cache.size == 100  # empty entries count too, so they cannot pile up
+    assert cache.get((2, "absent0")) is None and cache.get((2, "absent149")) is not None

@@ -54,7 +54,8 @@ class Stats:
 
 class PostingsCache:
     """Decoded postings of (leaf, word), least recently used dropped first, holding at most
-    `budget` postings (16 bytes each) in all."""
+    `budget` postings (16 bytes each) in all. An entry counts as at least one posting, so that
+    the many words absent from a segment (empty postings) are bounded too."""
 
     def __init__(self, budget: int) -> None:
         self.budget = budget
@@ -67,20 +68,24 @@ class PostingsCache:
             self._entries.move_to_end(key)
         return found
 
+    @staticmethod
+    def _cost(postings: tuple[np.ndarray, np.ndarray]) -> int:
+        return max(1, int(postings[0].size))
+
     def put(self, key: tuple[int, str], postings: tuple[np.ndarray, np.ndarray]) -> None:
-        count = int(postings[0].size)
-        if count > self.budget // 4 or key in self._entries:
+        cost = self._cost(postings)
+        if cost > self.budget // 4 or key in self._entries:
             return
         self._entries[key] = postings
-        self.size += count
+        self.size += cost
         while self.size > self.budget:
-            _, (docnums, _) = self._entries.popitem(last=False)
-            self.size -= int(docnums.size)
+            _, dropped = self._entries.popitem(last=False)
+            self.size -= self._cost(dropped)
 
     def retain(self, serials: set[int]) -> None:
         """Drop the entries of leaves that are gone (a merged or rewritten segment)."""
         for key in [k for k in self._entries if k[0] not in serials]:
-            self.size -= int(self._entries.pop(key)[0].size)
+            self.size -= self._cost(self._entries.pop(key))
 
     def clear(self) -> None:
         self._entries.clear()
