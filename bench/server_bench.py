@@ -105,6 +105,7 @@ class BenchOptions:
     corpus: Path | None = None  # directory with tm.tsv and test.tsv (bench/corpus); None: synthetic
     tokens: int = 30
     threads: int = 8
+    workers: int = 1  # server worker processes (more than one needs PostgreSQL)
     db_url: str | None = None
     model: str | None = None
     translate: bool = True
@@ -270,6 +271,13 @@ def main(argv: list[str] | None = None) -> int:
         default=16,
         help="server threads (default 16: one per client, so that every request is in the server)",
     )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="server worker processes, each with --threads threads and its own model (default "
+        "1; more need --db with PostgreSQL)",
+    )
     parser.add_argument("--db", default=None, help="database URL (default: a fresh SQLite file)")
     parser.add_argument(
         "--model", default=None, help="model bundle (default: TM_GUIDE_MODEL or the demo model)"
@@ -305,6 +313,7 @@ def main(argv: list[str] | None = None) -> int:
         corpus=args.corpus,
         tokens=args.tokens,
         threads=args.threads,
+        workers=max(1, args.workers),
         db_url=args.db,
         model=args.model,
         translate=not args.matches_only,
@@ -370,7 +379,8 @@ def bench(options: BenchOptions, variants: list[Variant], work: Path) -> int:
                 server.add_result = _merge(server.add_result, added)
                 server.suggest_result = _merge(server.suggest_result, suggested)
         print(
-            f"server: 1 worker x {options.threads} threads, {options.clients} clients "
+            f"server: {options.workers} worker(s) x {options.threads} threads, "
+            f"{options.clients} clients "
             f"({f'{options.think_ms:g} ms mean pause' if options.think_ms else 'back to back'}), "
             f"db {'postgresql' if (options.db_url or '').startswith('postgres') else 'sqlite'}, "
             f"translate={options.translate}, {os.cpu_count()} CPUs, "
@@ -424,7 +434,7 @@ def _start(options: BenchOptions, variant: Variant, work: Path) -> Running:
     token = made.stdout.strip().splitlines()[-1]
     port = free_port()
     command = [*cli, "serve", "--host", "127.0.0.1", "--port", str(port)]
-    command += ["--threads", str(options.threads)]
+    command += ["--threads", str(options.threads), "--workers", str(options.workers)]
     with open(work / "server.log", "wb") as log:
         process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
     seed_pairs, queries = _workload(options, rng)
