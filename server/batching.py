@@ -69,15 +69,23 @@ def decoding_key(options: Any) -> Any:
 
 
 class DecodeBatcher:
-    """Collects decoding jobs from request threads and runs them on one decoding thread."""
+    """Collects decoding jobs from request threads and runs them on `decoders` decoding threads.
 
-    def __init__(self, translate: TranslateFn, max_sentences: int, max_wait_s: float) -> None:
+    The decoding threads take their rounds from one queue, so that while one decodes a batch the
+    next can gather and decode the requests that arrived meanwhile: with one thread per core the
+    engine calls run side by side (TorchScript and CTranslate2 release the GIL), and the load is
+    shared by arrival, not by which connection a client happened to open."""
+
+    def __init__(
+        self, translate: TranslateFn, max_sentences: int, max_wait_s: float, decoders: int = 1
+    ) -> None:
         self._translate = translate
         self.max_sentences = max(1, max_sentences)
         self.max_wait_s = max(0.0, max_wait_s)
+        self.decoders = max(1, decoders)
         self._queue: collections.deque[_Job] = collections.deque()
         self._cond = threading.Condition()
-        self._thread: threading.Thread | None = None
+        self._threads: list[threading.Thread] = []
         self._closed = False
 
     def translate(self, sentences: Sequence[str], options: Any, pieces: Sequence[Any]) -> Decoded:
@@ -87,11 +95,13 @@ class DecodeBatcher:
             if self._closed:
                 raise RuntimeError("the decoder is shut down")
             self._queue.append(job)
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(
-                    target=self._run, name="tm-guide-decoder", daemon=True
+            self._threads = [t for t in self._threads if t.is_alive()]
+            while len(self._threads) < self.decoders:
+                thread = threading.Thread(
+                    target=self._run, name=f"tm-guide-decoder-{len(self._threads)}", daemon=True
                 )
-                self._thread.start()
+                thread.start()
+                self._threads.append(thread)
             self._cond.notify()
         job.done.wait()
         if job.error is not None:
@@ -100,12 +110,12 @@ class DecodeBatcher:
         return Decoded(job.results, job.started - job.enqueued, job.batch_sentences)
 
     def close(self) -> None:
-        """Finish what is queued, then stop the decoding thread."""
+        """Finish what is queued, then stop the decoding threads."""
         with self._cond:
             self._closed = True
             self._cond.notify_all()
-            thread = self._thread
-        if thread is not None:
+            threads = list(self._threads)
+        for thread in threads:
             thread.join(timeout=60)
 
     # -- decoding thread ------------------------------------------------------------------
@@ -125,18 +135,22 @@ class DecodeBatcher:
 
     def _next_round(self) -> list[_Job]:
         """The jobs of the next round: wait for the first, then until `max_sentences` sentences
-        are waiting or the oldest job has waited `max_wait_s`."""
+        are waiting or the oldest job has waited `max_wait_s`. Another decoding thread may take
+        the waiting jobs meanwhile; then wait for new ones."""
         with self._cond:
-            while not self._queue and not self._closed:
-                self._cond.wait()
-            if not self._queue:
-                return []
-            deadline = self._queue[0].enqueued + self.max_wait_s
-            while not self._closed and _count(self._queue) < self.max_sentences:
-                remaining = deadline - time.perf_counter()
-                if remaining <= 0:
+            while True:
+                while not self._queue and not self._closed:
+                    self._cond.wait()
+                if not self._queue:
+                    return []
+                deadline = self._queue[0].enqueued + self.max_wait_s
+                while not self._closed and self._queue and _count(self._queue) < self.max_sentences:
+                    remaining = deadline - time.perf_counter()
+                    if remaining <= 0:
+                        break
+                    self._cond.wait(remaining)
+                if self._queue:
                     break
-                self._cond.wait(remaining)
             jobs = [self._queue.popleft()]
             total = len(jobs[0].sentences)
             while self._queue and total + len(self._queue[0].sentences) <= self.max_sentences:

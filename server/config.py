@@ -34,7 +34,8 @@ class Compute:
     oldest one arrived for companions, and runs one beam search over all of them. On a few cores
     this is what keeps up with many editors: one search over 16 sentences costs far less than 16
     searches competing for the same cores. `batch_max_sentences = 1` decodes each request in its
-    own request thread instead (no batching).
+    own request thread instead (no batching). `decoders` decoding threads take rounds from the
+    same queue, so that on a machine with cores to spare one batch decodes while another runs.
 
     `threads` is the intra-op thread count of both engines (PyTorch and CTranslate2); 0 means the
     CPUs this process may run on. The default is 1: the decoding thread keeps one core and
@@ -46,6 +47,8 @@ class Compute:
     batch_max_sentences: int = 32
     batch_wait_ms: float = 5.0
     threads: int = 1
+    # decoding threads taking batches from the one queue (one per core that decoding may use)
+    decoders: int = 1
     # auto: the fast exact PyTorch engine when the [torch] extra is installed, else the exact
     # (slow) CTranslate2 step engine; rerank trades exactness for native speed
     engine: str = "auto"
@@ -55,6 +58,11 @@ class Compute:
 
     def __post_init__(self) -> None:
         from tm_guide.decoding.translator import ENGINES
+
+        if self.decoders < 1:
+            raise InvalidInput(
+                f"TM_GUIDE_DECODERS must be >= 1, not {self.decoders}", field="TM_GUIDE_DECODERS"
+            )
 
         if self.engine not in ENGINES:
             raise InvalidInput(
@@ -92,6 +100,7 @@ class ServerConfig:
     TM_GUIDE_MAX_SEGMENT_CHARS    the limits
     TM_GUIDE_BATCH_MAX_SENTENCES  sentences decoded together at most (default 32; 1 = no batching)
     TM_GUIDE_BATCH_WAIT_MS        how long a lone request waits for others to batch with (5)
+    TM_GUIDE_DECODERS             decoding threads per worker, each taking its own batches (1)
     TM_GUIDE_COMPUTE_THREADS      intra-op threads of the engines (default 1; 0 = the usable CPUs)
     TM_GUIDE_ENGINE               decoding engine: auto (default), torch, ct2 or rerank
     TM_GUIDE_LAMBDA               lambda of requests that leave it open (default: the model
@@ -129,6 +138,7 @@ class ServerConfig:
             ),
             batch_wait_ms=_float_env("TM_GUIDE_BATCH_WAIT_MS", compute_defaults.batch_wait_ms),
             threads=_int_env("TM_GUIDE_COMPUTE_THREADS", compute_defaults.threads, minimum=0),
+            decoders=_int_env("TM_GUIDE_DECODERS", compute_defaults.decoders, minimum=1),
             engine=os.environ.get("TM_GUIDE_ENGINE", "").strip() or compute_defaults.engine,
             default_lambda=_optional_float_env("TM_GUIDE_LAMBDA", maximum=MAX_LAMBDA),
         )

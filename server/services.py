@@ -85,8 +85,8 @@ class Services:
         return self._translator
 
     def decoder(self) -> Any:
-        """Where suggestion requests decode: one batching decoder thread per worker, or (with
-        batching off) the request's own thread. See server/batching.py."""
+        """Where suggestion requests decode: the batching decoder threads of this worker, or
+        (with batching off) the request's own thread. See server/batching.py."""
         if self._decoder is None:
             translator = self.translator()
             with self._lock:
@@ -99,7 +99,10 @@ class Services:
                     compute = self.config.compute
                     if compute.batching:
                         self._decoder = DecodeBatcher(
-                            translate, compute.batch_max_sentences, compute.batch_wait_ms / 1000
+                            translate,
+                            compute.batch_max_sentences,
+                            compute.batch_wait_ms / 1000,
+                            decoders=compute.decoders,
                         )
                     else:
                         self._decoder = DirectDecoder(translate)

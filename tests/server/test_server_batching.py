@@ -217,3 +217,41 @@ def test_a_failing_engine_call_is_retried_request_by_request(tiny_bundle) -> Non
         sentences, _ = jobs[name]
         lone = translator.translate(sentences, options)
         assert [r.translation for r in outcome[name].results] == [r.translation for r in lone]
+
+
+def test_decoding_threads_run_their_rounds_side_by_side(tiny_bundle) -> None:
+    """With two decoding threads, a second round starts while the first is still decoding (the
+    engine call of each waits until the other has begun: with one thread they would never
+    meet), and each request still gets its own result."""
+    from tm_guide.decoding.translator import GuidedTranslator, TranslateOptions
+
+    translator = GuidedTranslator(tiny_bundle)
+    options = TranslateOptions(engine="auto", beam_size=2, max_length=12)
+    both_decoding = threading.Barrier(2, timeout=30)
+
+    def translate(sentences: Any, opts: Any, pieces: Any) -> Any:
+        both_decoding.wait()
+        return translator.translate(sentences, opts, pieces=pieces)
+
+    batcher = DecodeBatcher(translate, max_sentences=1, max_wait_s=0.0, decoders=2)
+    requests = {"first": ["Open the menu file."], "second": ["Select table cell."]}
+    outcome: dict[str, Any] = {}
+
+    def submit(name: str) -> None:
+        try:
+            outcome[name] = batcher.translate(requests[name], options, [None])
+        except Exception as exc:  # a barrier that never filled comes back here
+            outcome[name] = exc
+
+    threads = [threading.Thread(target=submit, args=(name,)) for name in requests]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    batcher.close()
+
+    for name, sentences in requests.items():
+        assert not isinstance(outcome[name], Exception), outcome[name]
+        lone = translator.translate(sentences, options)
+        assert [r.translation for r in outcome[name].results] == [r.translation for r in lone]
+        assert outcome[name].batch_sentences == 1

@@ -28,8 +28,9 @@ def test_micro_batching_settings_come_from_the_environment(
     monkeypatch.setenv("TM_GUIDE_BATCH_MAX_SENTENCES", "1")
     monkeypatch.setenv("TM_GUIDE_BATCH_WAIT_MS", "2.5")
     monkeypatch.setenv("TM_GUIDE_COMPUTE_THREADS", "0")
+    monkeypatch.setenv("TM_GUIDE_DECODERS", "2")
     compute = ServerConfig.from_env(Settings()).compute
-    assert not compute.batching and compute.batch_wait_ms == 2.5
+    assert not compute.batching and compute.batch_wait_ms == 2.5 and compute.decoders == 2
     assert compute.resolved_threads >= 1  # 0 = the CPUs the process may use
 
 
@@ -67,6 +68,7 @@ def test_default_lambda_comes_from_the_environment_else_the_model_card(
         ("TM_GUIDE_BATCH_WAIT_MS", "soon"),
         ("TM_GUIDE_BATCH_WAIT_MS", "-1"),
         ("TM_GUIDE_COMPUTE_THREADS", "-1"),
+        ("TM_GUIDE_DECODERS", "0"),
         ("TM_GUIDE_ENGINE", "fastest"),
         ("TM_GUIDE_LAMBDA", "strong"),
         ("TM_GUIDE_LAMBDA", "101"),
