@@ -101,6 +101,31 @@ def together(client: Client, bodies: list[dict[str, Any]]) -> list[Reply]:
     return [r for r in replies if r is not None]
 
 
+def submit_together(
+    batcher: DecodeBatcher, jobs: dict[str, tuple[list[str], list[Any]]], options: Any
+) -> dict[str, Any]:
+    """Submit every job at once, one thread each, then close the batcher. Each job's result is
+    its Decoded, or the exception it got back."""
+    outcome: dict[str, Any] = {}
+    start = threading.Barrier(len(jobs))
+
+    def submit(name: str) -> None:
+        sentences, pieces = jobs[name]
+        start.wait()
+        try:
+            outcome[name] = batcher.translate(sentences, options, pieces)
+        except Exception as exc:  # a job's own error comes back to it
+            outcome[name] = exc
+
+    threads = [threading.Thread(target=submit, args=(name,)) for name in jobs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    batcher.close()
+    return outcome
+
+
 def own_result(reply: Reply) -> list[dict[str, Any]]:
     """What a request asked for, without the timings (which depend on the company it had)."""
     assert reply.status == 200, reply.body
@@ -194,23 +219,7 @@ def test_a_failing_engine_call_is_retried_request_by_request(tiny_bundle) -> Non
         "broken": (["Save the window."], [object()]),
         "good two": (["Select table cell.", "Insert the chart."], [None, None]),
     }
-    outcome: dict[str, Any] = {}
-    start = threading.Barrier(len(jobs))
-
-    def submit(name: str) -> None:
-        sentences, pieces = jobs[name]
-        start.wait()
-        try:
-            outcome[name] = batcher.translate(sentences, options, pieces)
-        except Exception as exc:  # the broken job's own error comes back to it
-            outcome[name] = exc
-
-    threads = [threading.Thread(target=submit, args=(name,)) for name in jobs]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    batcher.close()
+    outcome = submit_together(batcher, jobs, options)
 
     assert isinstance(outcome["broken"], AttributeError)
     for name in ("good one", "good two"):
@@ -234,23 +243,13 @@ def test_decoding_threads_run_their_rounds_side_by_side(tiny_bundle) -> None:
         return translator.translate(sentences, opts, pieces=pieces)
 
     batcher = DecodeBatcher(translate, max_sentences=1, max_wait_s=0.0, decoders=2)
-    requests = {"first": ["Open the menu file."], "second": ["Select table cell."]}
-    outcome: dict[str, Any] = {}
+    requests: dict[str, tuple[list[str], list[Any]]] = {
+        "first": (["Open the menu file."], [None]),
+        "second": (["Select table cell."], [None]),
+    }
+    outcome = submit_together(batcher, requests, options)
 
-    def submit(name: str) -> None:
-        try:
-            outcome[name] = batcher.translate(requests[name], options, [None])
-        except Exception as exc:  # a barrier that never filled comes back here
-            outcome[name] = exc
-
-    threads = [threading.Thread(target=submit, args=(name,)) for name in requests]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    batcher.close()
-
-    for name, sentences in requests.items():
+    for name, (sentences, _) in requests.items():
         assert not isinstance(outcome[name], Exception), outcome[name]
         lone = translator.translate(sentences, options)
         assert [r.translation for r in outcome[name].results] == [r.translation for r in lone]
