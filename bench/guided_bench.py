@@ -132,6 +132,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=2.0,
         help="output cap, x the longest source of a batch + 10, as the server and eval use it",
     )
+    parser.add_argument(
+        "--pieces-once",
+        action="store_true",
+        help="reward a piece of 2+ tokens once per hypothesis (TranslateOptions.reward_repeats "
+        "False) instead of every time it is produced (eq. 10)",
+    )
     parser.add_argument("--engine", default="torch", choices=("torch", "rerank", "ct2"))
     parser.add_argument("--threads", type=int, default=1, help="for CTranslate2 and PyTorch alike")
     parser.add_argument("--repeat", type=int, default=1)
@@ -157,6 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             engine=args.engine,
             beam_size=args.beam,
             lam=lam,
+            reward_repeats=not args.pieces_once,
             m=args.m,
             batch_size=args.batch,
             max_length_ratio=args.max_length_ratio,
@@ -173,7 +180,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         f"bundle {args.bundle.name}, memory {memory.name} ({memory.segment_count} segments), "
         f"{n} sentences from {args.sentences.name}; engine {args.engine}, beam {args.beam}, "
-        f"lambda {lam:g}, M {args.m}, length cap {args.max_length_ratio:g}x + 10, "
+        f"lambda {lam:g}{' (pieces of 2+ tokens once)' if args.pieces_once else ''}, M {args.m}, "
+        f"length cap {args.max_length_ratio:g}x + 10, "
         f"threads {args.threads}, {platform.machine()}, {os.cpu_count()} CPUs"
     )
     print()

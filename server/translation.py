@@ -22,6 +22,7 @@ class MTOptions:
     beam_size: int | None = None
     min_similarity: float | None = None
     binary_reward: bool = False
+    reward_repeats: bool = True  # False: a piece of 2+ tokens is rewarded once per hypothesis
     unguided: bool = False
 
 
@@ -57,6 +58,7 @@ def translate_options(
         "threads": compute.resolved_threads,
         "m": m,
         "binary_reward": options.binary_reward,
+        "reward_repeats": options.reward_repeats,
         "return_unguided": options.unguided,
         "memory_ids": tuple(memory_ids),
         "max_length_ratio": MAX_LENGTH_RATIO,

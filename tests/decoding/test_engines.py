@@ -87,8 +87,10 @@ def _rewards_for(bundle, token_lists, score=0.7):
     return rewards
 
 
-@pytest.mark.parametrize("lam", [0.5, 2.0])
-def test_guided_torch_output_equals_guided_ct2_output(peaked_bundle, torch_peaked, sentences, lam):
+@pytest.mark.parametrize(("lam", "repeats"), [(0.5, True), (2.0, True), (2.0, False)])
+def test_guided_torch_output_equals_guided_ct2_output(
+    peaked_bundle, torch_peaked, sentences, lam, repeats
+):
     bundle = peaked_bundle
     inputs = _inputs(bundle, sentences[:4])
     # Pieces the model finds plausible (its 4th-best outputs), so the reward changes the search.
@@ -96,7 +98,7 @@ def test_guided_torch_output_equals_guided_ct2_output(peaked_bundle, torch_peake
         inputs, beam_size=4, num_hypotheses=4, max_decoding_length=MAX_LENGTH
     )
     rewards = _rewards_for(bundle, [o.hypotheses[-1] for o in alternatives])
-    options = SearchOptions(beam_size=4, max_length=MAX_LENGTH, lam=lam)
+    options = SearchOptions(beam_size=4, max_length=MAX_LENGTH, lam=lam, reward_repeats=repeats)
     exact = beam_search(
         CT2StepDecoder(bundle.translator, bundle.vocabularies.target), inputs, options, rewards
     )

@@ -148,3 +148,63 @@ def test_dense_step_rewards_equal_eq_10_for_every_rewarded_token():
     for row, history in enumerate(histories):
         for col, token in enumerate(reward.rewarded_ids):
             assert dense[row, col] == pytest.approx(reward.token_reward(history, int(token)))
+
+
+def test_pieces_count_once_per_hypothesis_when_repeats_are_off():
+    reward = PieceReward({(5,): 0.5, (4, 5): 0.25, (5, 4): 0.3, (4,): 0.2, (3, 4, 5): 0.125})
+    # eq. 10: every occurrence; repeats off: single tokens every time, longer pieces once.
+    assert reward.sequence_reward([4, 5, 4, 5]) == pytest.approx(0.2 + 0.75 + 0.5 + 0.75)
+    assert reward.sequence_reward([4, 5, 4, 5], repeats=False) == pytest.approx(
+        0.2 + 0.75 + 0.5 + 0.5
+    )
+    used = reward.produced(reward.produced(frozenset(), [3, 4]), [3, 4, 5])
+    assert used == {(4, 5), (3, 4, 5)}
+    histories = [[3, 4], [8, 4], [5], []]
+    sets = [used, used, frozenset({(5, 4)}), used]
+    dense = reward.step_dense(histories, sets)
+    for row, history in enumerate(histories):
+        for col, token in enumerate(reward.rewarded_ids):
+            expected = reward.token_reward(history, int(token), sets[row])
+            assert dense[row, col] == pytest.approx(expected)
+    assert dense[0, list(reward.rewarded_ids).index(5)] == pytest.approx(0.5)
+
+
+def _repeated_pieces(tokens, ngrams):
+    """Occurrences of pieces of 2+ tokens beyond their first, in `tokens`."""
+    seen, repeats = set(), 0
+    for start in range(len(tokens)):
+        for n in range(2, 5):
+            gram = tuple(tokens[start : start + n])
+            if len(gram) == n and gram in ngrams:
+                repeats += gram in seen
+                seen.add(gram)
+    return repeats
+
+
+def test_with_repeats_off_a_large_lambda_does_not_loop_on_pieces(tiny_bundle):
+    """The random-weight model runs to max_length, so eq. 10 with a large lambda fills the
+    output with the pieces over and over; counted once, they are rewarded once."""
+    bundle = tiny_bundle
+    inputs = _inputs(bundle, ["Open the file and save the document."])
+    piece_tokens, ngrams = _synthetic_pieces(bundle, "Datei speichern Dokument")
+    reward = PieceReward.from_tokens(
+        ngrams, {t: i for i, t in enumerate(bundle.vocabularies.target)}
+    )
+    decoder = CT2StepDecoder(bundle.translator, bundle.vocabularies.target)
+    found = {
+        repeats: beam_search(
+            decoder,
+            inputs,
+            SearchOptions(beam_size=4, max_length=24, lam=5, reward_repeats=repeats),
+            [reward],
+        )[0][0]
+        for repeats in (True, False)
+    }
+    looping, once = (_tokens(bundle, found[r]) for r in (True, False))
+    assert _repeated_pieces(looping, ngrams) >= 2
+    assert _repeated_pieces(once, ngrams) < _repeated_pieces(looping, ngrams)
+    assert _contains(once, piece_tokens)
+    for repeats, best in found.items():
+        assert best.reward == pytest.approx(
+            5 * reward.sequence_reward(best.token_ids, repeats), rel=1e-5
+        )

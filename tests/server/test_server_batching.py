@@ -153,7 +153,7 @@ def test_concurrent_suggestions_share_engine_calls_and_get_their_own_results(
     server, tiny_bundle
 ) -> None:
     client = server.client
-    queries = equal_length_queries(tiny_bundle, 6)
+    queries = equal_length_queries(tiny_bundle, 7)
     options: list[dict[str, Any]] = [
         {},
         {"unguided": True},
@@ -161,6 +161,7 @@ def test_concurrent_suggestions_share_engine_calls_and_get_their_own_results(
         {"m": 2, "min_similarity": 0.2},  # piece options only: may share the default call
         {},
         {"binary_reward": True},
+        {"lambda": 4.0, "reward_repeats": False},
     ]
     bodies = [
         {"source": query, "memories": ["tm"], "options": opts}
@@ -190,6 +191,7 @@ def test_bad_requests_among_concurrent_ones_fail_alone(server, tiny_bundle) -> N
         ({"source": queries[0], "memories": ["nowhere"]}, 404),
         ({"source": queries[0], "memories": ["tm"], "options": {"beam_size": 0}}, 400),
         ({"source": queries[0], "memories": ["tm"], "options": {"lambda": "much"}}, 400),
+        ({"source": queries[0], "memories": ["tm"], "options": {"reward_repeats": "no"}}, 400),
         ({"source": queries[0], "memories": ["french"]}, 422),
     ]
 

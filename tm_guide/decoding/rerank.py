@@ -46,7 +46,9 @@ def rerank_search(
             length = len(ids) if len(ids) >= options.max_length else len(ids) + 1
             norm = float(length) ** options.length_penalty
             log_prob = score * norm
-            total_reward = options.lam * reward.sequence_reward(ids) if reward else 0.0
+            total_reward = (
+                options.lam * reward.sequence_reward(ids, options.reward_repeats) if reward else 0.0
+            )
             hypotheses.append(
                 Hypothesis(
                     token_ids=ids,

@@ -11,6 +11,12 @@ pair), so on them the sum of eq. 10 and Algorithm 2 agree. This module implement
 
 Only tokens of L_X (the unigrams) can ever get a reward, so the work per step is a lookup of the
 last 1..max_n-1 history tokens in a dict of contexts, not a pass over the vocabulary.
+
+Eq. 10 rewards a piece every time it is produced, so with a large lambda a hypothesis can loop on
+pieces until the length cap. With `repeats=False` a piece of two or more tokens is rewarded only
+the first time a hypothesis produces it (single tokens still every time). `used` is then the set
+of such pieces a hypothesis has produced so far. That is state the paper's method does not have
+(its Algorithm 2 needs none); it is an option, off by default.
 """
 
 from __future__ import annotations
@@ -97,34 +103,81 @@ class PieceReward:
             return empty, empty, np.zeros(0, dtype=np.float64)
         return np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
 
-    def step_dense(self, histories: Sequence[Sequence[int]]) -> np.ndarray:
+    def step_dense(
+        self,
+        histories: Sequence[Sequence[int]],
+        used: Sequence[frozenset[tuple[int, ...]]] | None = None,
+    ) -> np.ndarray:
         """Rewards [rows, len(rewarded_ids)] (float64) of every row for each rewarded token.
 
-        `histories[r]` holds the generated tokens of row r (at least its last max_n-1)."""
+        `histories[r]` holds the generated tokens of row r (at least its last max_n-1). With
+        `used` (one set per row), pieces of two or more tokens in `used[r]` get nothing."""
         out = np.zeros((len(histories), len(self.rewarded_ids)), dtype=np.float64)
         by_context = self._dense_by_context
         width = self.max_n - 1
         for row, history in enumerate(histories):
             tail = tuple(history[max(0, len(history) - width) :])
+            spent = used[row] if used is not None else None
             for n in range(len(tail) + 1):
-                dense = by_context.get(tail[len(tail) - n :] if n else ())
-                if dense is not None:
-                    out[row] += dense
+                context = tail[len(tail) - n :] if n else ()
+                dense = by_context.get(context)
+                if dense is None:
+                    continue
+                if n and spent:
+                    dense = self._without_used(context, dense, spent)
+                out[row] += dense
         return out
 
-    def token_reward(self, history: Sequence[int], token: int) -> float:
-        """Reward of producing `token` after `history` (unweighted by lambda)."""
+    def _without_used(
+        self, context: tuple[int, ...], dense: np.ndarray, used: frozenset[tuple[int, ...]]
+    ) -> np.ndarray:
+        """`dense` (the rewards after `context`) with the pieces in `used` set to 0."""
+        tokens = self._by_context[context][0]
+        spent = [i for i, token in enumerate(tokens.tolist()) if context + (token,) in used]
+        if not spent:
+            return dense
+        dense = dense.copy()
+        dense[np.searchsorted(self.rewarded_ids, tokens[spent])] = 0.0
+        return dense
+
+    def produced(
+        self, used: frozenset[tuple[int, ...]], history: Sequence[int]
+    ) -> frozenset[tuple[int, ...]]:
+        """`used` and the pieces of two or more tokens that end `history` (its last token just
+        produced); the same set when there are none."""
+        new = [
+            gram
+            for n in range(2, min(self.max_n, len(history)) + 1)
+            if (gram := tuple(history[len(history) - n :])) in self.ngrams and gram not in used
+        ]
+        return used.union(new) if new else used
+
+    def token_reward(
+        self, history: Sequence[int], token: int, used: frozenset[tuple[int, ...]] = frozenset()
+    ) -> float:
+        """Reward of producing `token` after `history` (unweighted by lambda); pieces of two or
+        more tokens in `used` get nothing."""
         total = 0.0
         for n in range(1, self.max_n + 1):
             if n - 1 > len(history):
                 break
             context = tuple(history[len(history) - (n - 1) :]) if n > 1 else ()
-            total += self.ngrams.get(context + (token,), 0.0)
+            gram = context + (token,)
+            if n > 1 and gram in used:
+                continue
+            total += self.ngrams.get(gram, 0.0)
         return total
 
-    def sequence_reward(self, ids: Sequence[int]) -> float:
-        """Reward collected along a whole output, as the search would add it step by step."""
-        return sum(self.token_reward(ids[:t], ids[t]) for t in range(len(ids)))
+    def sequence_reward(self, ids: Sequence[int], repeats: bool = True) -> float:
+        """Reward collected along a whole output, as the search would add it step by step
+        (`repeats=False`: pieces of two or more tokens count once)."""
+        total = 0.0
+        used: frozenset[tuple[int, ...]] = frozenset()
+        for t in range(len(ids)):
+            total += self.token_reward(ids[:t], ids[t], used)
+            if not repeats:
+                used = self.produced(used, ids[: t + 1])
+        return total
 
     def matched_ngrams(self, ids: Sequence[int]) -> list[tuple[int, tuple[int, ...]]]:
         """(start position, n-gram) of every collected n-gram that occurs in `ids`."""

@@ -79,6 +79,9 @@ class SearchOptions:
     max_length: int = 256
     num_hypotheses: int = 1
     lam: float = 1.0
+    # eq. 10 rewards a piece each time it is produced; False: pieces of 2+ tokens once per
+    # hypothesis (see tm_guide.decoding.rewards)
+    reward_repeats: bool = True
 
     def validate(self, vocab_size: int) -> None:
         if self.beam_size < 1:
@@ -163,6 +166,9 @@ def beam_search(
     cum_logp = np.zeros(batch_size, dtype=np.float32)
     cum_reward = np.zeros(batch_size, dtype=np.float64)
     sequences: list[list[int]] = [[] for _ in range(batch_size)]
+    # per row, the pieces of 2+ tokens it produced (only tracked when they count once)
+    track_used = use_reward and not options.reward_repeats
+    used: list[frozenset[tuple[int, ...]]] = [frozenset()] * batch_size
     closed: list[list[_Closed]] = [[] for _ in range(batch_size)]
     top_closed = np.zeros(batch_size, dtype=bool)
     results: list[list[Hypothesis]] = [[] for _ in range(batch_size)]
@@ -175,7 +181,9 @@ def beam_search(
         )
         step_reward: _SparseReward | None = None
         if use_reward and rewards is not None:
-            step_reward = _step_reward(rewards, row_sentences, sequences, vocab_size, lam)
+            step_reward = _step_reward(
+                rewards, row_sentences, sequences, vocab_size, lam, used if track_used else None
+            )
         if step_reward:
             flat_view = log_probs.reshape(-1)
             original = flat_view[step_reward.keys].copy()
@@ -252,6 +260,13 @@ def beam_search(
         cum_logp = new_logp.astype(np.float32)
         cum_reward = np.asarray(new_reward, dtype=np.float64)
         sequences = [sequences[p] + [t] for p, t in zip(next_rows, next_ids, strict=True)]
+        if track_used and rewards is not None:
+            used = [
+                table.produced(used[p], seq) if (table := rewards[sentence]) else used[p]
+                for p, seq, sentence in zip(
+                    next_rows, sequences, np.repeat(still_live, beam).tolist(), strict=True
+                )
+            ]
         live = np.asarray(still_live, dtype=np.int64)
         rows_per_sentence = beam
     return results
@@ -360,6 +375,7 @@ def _step_reward(
     sequences: list[list[int]],
     vocab_size: int,
     lam: np.float32,
+    used: list[frozenset[tuple[int, ...]]] | None = None,
 ) -> _SparseReward:
     """Algorithm 2 for all live rows: only tokens of L_X and known contexts are looked at.
 
@@ -376,7 +392,9 @@ def _step_reward(
             end += 1
         table = rewards[sentence]
         if table:
-            dense = table.step_dense(sequences[start:end])
+            dense = table.step_dense(
+                sequences[start:end], used[start:end] if used is not None else None
+            )
             rows, cols = np.nonzero(dense)
             if len(rows):
                 all_keys.append((rows + start) * vocab_size + table.rewarded_ids[cols])

@@ -32,14 +32,18 @@ class TranslateOptions:
 
     engine: "torch" (fast exact, needs the [torch] extra), "ct2" (exact, slow, no extra),
         "rerank" (approximate: native n-best reranked), "auto" (torch when available, else ct2).
-    lam: reward weight lambda of eq. 10 (0 = unguided). m, min_similarity, binary_reward: piece
-    collection (see tm_guide.pieces.PieceOptions). memory_ids: memories to draw pieces from.
+    lam: reward weight lambda of eq. 10 (0 = unguided). reward_repeats: eq. 10 rewards a piece
+    each time it is produced; False rewards a piece of two or more tokens once per hypothesis,
+    which stops outputs that loop on pieces (see tm_guide.decoding.rewards). m, min_similarity,
+    binary_reward: piece collection (see tm_guide.pieces.PieceOptions). memory_ids: memories to
+    draw pieces from.
     """
 
     engine: str = "auto"
     device: str = "cpu"
     beam_size: int = 5
     lam: float = 1.0
+    reward_repeats: bool = True
     m: int = 10
     min_similarity: float = 0.0
     binary_reward: bool = False
@@ -82,6 +86,7 @@ class TranslateOptions:
             min_length=self.min_length,
             max_length=self.max_length,
             lam=self.lam,
+            reward_repeats=self.reward_repeats,
         )
 
 
