@@ -62,14 +62,20 @@ def _contains(seq, sub):
     return any(seq[i : i + len(sub)] == sub for i in range(len(seq) - len(sub) + 1))
 
 
-def test_large_lambda_puts_the_pieces_into_the_output(tiny_bundle):
-    bundle = tiny_bundle
+def _save_the_document(bundle):
+    """An English sentence, the pieces of one German rendering of it, and the exact engine."""
     inputs = _inputs(bundle, ["Open the file and save the document."])
     piece_tokens, ngrams = _synthetic_pieces(bundle, "Datei speichern Dokument")
     reward = PieceReward.from_tokens(
         ngrams, {t: i for i, t in enumerate(bundle.vocabularies.target)}
     )
     decoder = CT2StepDecoder(bundle.translator, bundle.vocabularies.target)
+    return inputs, piece_tokens, ngrams, reward, decoder
+
+
+def test_large_lambda_puts_the_pieces_into_the_output(tiny_bundle):
+    bundle = tiny_bundle
+    inputs, piece_tokens, ngrams, reward, decoder = _save_the_document(bundle)
     plain = beam_search(decoder, inputs, SearchOptions(beam_size=4, max_length=24, lam=0), [reward])
     guided = beam_search(
         decoder, inputs, SearchOptions(beam_size=4, max_length=24, lam=5), [reward]
@@ -185,12 +191,7 @@ def test_with_repeats_off_a_large_lambda_does_not_loop_on_pieces(tiny_bundle):
     """The random-weight model runs to max_length, so eq. 10 with a large lambda fills the
     output with the pieces over and over; counted once, they are rewarded once."""
     bundle = tiny_bundle
-    inputs = _inputs(bundle, ["Open the file and save the document."])
-    piece_tokens, ngrams = _synthetic_pieces(bundle, "Datei speichern Dokument")
-    reward = PieceReward.from_tokens(
-        ngrams, {t: i for i, t in enumerate(bundle.vocabularies.target)}
-    )
-    decoder = CT2StepDecoder(bundle.translator, bundle.vocabularies.target)
+    inputs, piece_tokens, ngrams, reward, decoder = _save_the_document(bundle)
     found = {
         repeats: beam_search(
             decoder,
