@@ -33,3 +33,14 @@ def test_bad_options_are_refused(field: str, value: object) -> None:
     with pytest.raises(InvalidInput) as raised:
         options(**{field: value})
     assert field in raised.value.message or raised.value.field == field
+
+
+def test_rewarding_pieces_once_reaches_the_decoder_and_the_signature() -> None:
+    from tm_guide.evaluation.runner import Runner
+
+    assert options().to_dict()["reward_repeats"] is True
+    once = options(reward_repeats=False)
+    assert once.to_dict()["reward_repeats"] is False
+    runner = Runner(once, translator=None, memory_id=1)
+    assert runner.base.reward_repeats is False
+    assert runner.base.search_options().reward_repeats is False

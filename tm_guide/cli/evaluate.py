@@ -51,6 +51,12 @@ def register(subparsers: Any) -> None:
         default=PAPER_LAMBDAS,
         help="lambdas tuned on dev (default 0.5,1,1.5,2)",
     )
+    parser.add_argument(
+        "--pieces-once",
+        action="store_true",
+        help="reward a piece of 2+ tokens once per hypothesis instead of every time it is "
+        "produced (eq. 10)",
+    )
     parser.add_argument("--m", type=int, default=10, help="retrieval size of the main run")
     parser.add_argument(
         "--m-values",
@@ -104,6 +110,7 @@ def handle(args: argparse.Namespace) -> int:
         output_dir=args.output,
         db_url=args.db,
         lambdas=args.lambdas,
+        reward_repeats=not args.pieces_once,
         m=args.m,
         m_values=args.m_values,
         engines=tuple(e.strip() for e in args.engines.split(",") if e.strip()),

@@ -22,6 +22,8 @@ class EvalOptions:
                 aligned into a throwaway SQLite store
     model       the model bundle directory
     lambdas     candidate piece weights, tuned on dev (paper: 0.5, 1, 1.5, 2)
+    reward_repeats  True: eq. 10, a piece is rewarded every time it is produced; False: a piece of
+                two or more tokens once per hypothesis (TranslateOptions.reward_repeats)
     m           retrieval size of the main run (paper section 4.5: 10 is a good setting)
     m_values    retrieval sizes of the Figure 4-6 sweep
     engines     decoding engines to time for Table 8; the first one produces the quality numbers
@@ -40,6 +42,7 @@ class EvalOptions:
     dev: Path | None = None
     db_url: str | None = None
     lambdas: tuple[float, ...] = PAPER_LAMBDAS
+    reward_repeats: bool = True
     m: int = 10
     m_values: tuple[int, ...] = PAPER_M_VALUES
     engines: tuple[str, ...] = ("torch",)

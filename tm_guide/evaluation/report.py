@@ -70,7 +70,13 @@ def render_markdown(results: dict[str, Any], figures: dict[str, str]) -> str:
         f"Main run: engine `{results['options']['engines'][0]}`, "
         f"beam {results['options']['beam_size']}, "
         f"M = {results['options']['m']}, lambda = {results['best_lambda']} "
-        f"({results['lambda_choice']}).",
+        f"({results['lambda_choice']})"
+        + (
+            ""
+            if results["options"].get("reward_repeats", True)
+            else ", pieces of two or more tokens rewarded once per hypothesis"
+        )
+        + ".",
         "",
     ]
     for note in results.get("notes", []):

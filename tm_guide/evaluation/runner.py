@@ -95,6 +95,7 @@ class Runner:
             beam_size=options.beam_size,
             batch_size=options.batch_size,
             max_length_ratio=options.max_length_ratio,
+            reward_repeats=options.reward_repeats,
             m=options.m,
             memory_ids=(memory_id,),
             threads=options.threads,
