@@ -134,9 +134,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--pieces-once",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
+        default=None,
         help="reward a piece of 2+ tokens once per hypothesis (TranslateOptions.reward_repeats "
-        "False) instead of every time it is produced (eq. 10)",
+        "False) instead of every time it is produced (eq. 10); default: as the card's lambda "
+        "was tuned",
     )
     parser.add_argument("--engine", default="torch", choices=("torch", "rerank", "ct2"))
     parser.add_argument("--threads", type=int, default=1, help="for CTranslate2 and PyTorch alike")
@@ -154,6 +156,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     bundle = Bundle.load(args.bundle, device="cpu", intra_threads=args.threads)
     lam = args.lam if args.lam is not None else (bundle.card.guided_lambda or 1.0)
+    if args.pieces_once is not None:
+        reward_repeats = not args.pieces_once
+    else:
+        reward_repeats = bundle.card.guided_reward_repeats is not False
     sentences, references = read_pairs(args.sentences, args.count)
     rows: list[tuple[float, Measured]] = []
     tm = str(args.tm) if args.tm is not None else args.memory
@@ -163,7 +169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             engine=args.engine,
             beam_size=args.beam,
             lam=lam,
-            reward_repeats=not args.pieces_once,
+            reward_repeats=reward_repeats,
             m=args.m,
             batch_size=args.batch,
             max_length_ratio=args.max_length_ratio,
@@ -180,7 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         f"bundle {args.bundle.name}, memory {memory.name} ({memory.segment_count} segments), "
         f"{n} sentences from {args.sentences.name}; engine {args.engine}, beam {args.beam}, "
-        f"lambda {lam:g}{' (pieces of 2+ tokens once)' if args.pieces_once else ''}, M {args.m}, "
+        f"lambda {lam:g}{'' if reward_repeats else ' (pieces of 2+ tokens once)'}, M {args.m}, "
         f"length cap {args.max_length_ratio:g}x + 10, "
         f"threads {args.threads}, {platform.machine()}, {os.cpu_count()} CPUs"
     )

@@ -22,7 +22,8 @@ class MTOptions:
     beam_size: int | None = None
     min_similarity: float | None = None
     binary_reward: bool = False
-    reward_repeats: bool = True  # False: a piece of 2+ tokens is rewarded once per hypothesis
+    # False: a piece of 2+ tokens is rewarded once per hypothesis; None: as the lambda was tuned
+    reward_repeats: bool | None = None
     unguided: bool = False
 
 
@@ -50,7 +51,8 @@ def translate_options(
     """TranslateOptions for one request: what the request leaves open keeps the library default;
     the engine and its thread count are the server's (`Compute`), and lambda is the request's,
     else the server's setting, else the one tuned for the model (`card.guided_lambda`), else the
-    library default."""
+    library default. Whether pieces are rewarded at every occurrence is the request's, else the
+    way that lambda was tuned (`card.guided_reward_repeats`), else eq. 10."""
     from tm_guide.decoding.translator import TranslateOptions
 
     chosen: dict[str, Any] = {
@@ -58,7 +60,6 @@ def translate_options(
         "threads": compute.resolved_threads,
         "m": m,
         "binary_reward": options.binary_reward,
-        "reward_repeats": options.reward_repeats,
         "return_unguided": options.unguided,
         "memory_ids": tuple(memory_ids),
         "max_length_ratio": MAX_LENGTH_RATIO,
@@ -66,6 +67,10 @@ def translate_options(
     for lam in (options.lam, compute.default_lambda, getattr(card, "guided_lambda", None)):
         if lam is not None:
             chosen["lam"] = lam
+            break
+    for repeats in (options.reward_repeats, getattr(card, "guided_reward_repeats", None)):
+        if repeats is not None:
+            chosen["reward_repeats"] = repeats
             break
     if options.beam_size is not None:
         chosen["beam_size"] = options.beam_size

@@ -160,7 +160,7 @@ def _options(body: dict[str, Any]) -> SuggestOptions:
             beam_size=beam_size,
             min_similarity=min_similarity,
             binary_reward=get_field(opts, "binary_reward", bool, path=path, default=False),
-            reward_repeats=get_field(opts, "reward_repeats", bool, path=path, default=True),
+            reward_repeats=get_field(opts, "reward_repeats", bool, path=path),
             unguided=get_field(opts, "unguided", bool, path=path, default=False),
         ),
     )

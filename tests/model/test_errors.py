@@ -99,6 +99,12 @@ def test_card_with_a_bad_tuned_lambda_is_named(
         Bundle.load(bundle_copy)
 
 
+def test_card_with_a_mistyped_reward_rule_is_named(bundle_copy: Path) -> None:
+    _rewrite_card(bundle_copy, guided_reward_repeats="once")
+    with pytest.raises(ModelError, match="'guided_reward_repeats' must be true, false or null"):
+        Bundle.load(bundle_copy)
+
+
 def test_card_that_is_not_json_gives_its_line(bundle_copy: Path) -> None:
     (bundle_copy / CARD_FILE).write_text('{\n  "name": "x",\n  oops\n}\n', encoding="utf-8")
     with pytest.raises(ModelError, match=r"model_card\.json:3: invalid JSON"):

@@ -58,6 +58,19 @@ def test_default_lambda_comes_from_the_environment_else_the_model_card(
     assert translate_options(MTOptions(lam=0.0), 10, [1], compute, tuned).lam == 0.0  # request
 
 
+def test_piece_reward_rule_comes_from_the_request_else_the_model_card() -> None:
+    once = ModelCard(
+        name="m", source_lang="en", target_lang="de", guided_lambda=6.0, guided_reward_repeats=False
+    )
+    untuned = ModelCard(name="m", source_lang="en", target_lang="de")
+    compute = ServerConfig.from_env(Settings()).compute
+    assert translate_options(MTOptions(), 10, [1], compute, untuned).reward_repeats is True
+    chosen = translate_options(MTOptions(), 10, [1], compute, once)
+    assert (chosen.reward_repeats, chosen.lam) == (False, 6.0)
+    asked = translate_options(MTOptions(reward_repeats=True), 10, [1], compute, once)
+    assert asked.reward_repeats is True  # the request's own choice
+
+
 @pytest.mark.parametrize(
     ("name", "value"),
     [

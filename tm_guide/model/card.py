@@ -49,6 +49,9 @@ class ModelCard:
     # lambda (eq. 10) tuned for this model on a dev set with `tm-guide eval`: the server's
     # default for guided decoding with it (None: not tuned)
     guided_lambda: float | None = None
+    # whether that lambda was tuned with eq. 10's reward of every occurrence of a piece (True) or
+    # with pieces of 2+ tokens rewarded once per hypothesis (False); None: eq. 10
+    guided_reward_repeats: bool | None = None
     files: dict[str, str] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -83,6 +86,9 @@ class ModelCard:
         guided_lambda = _optional_float(data.get("guided_lambda"), f"{where}: guided_lambda")
         if guided_lambda is not None and guided_lambda < 0:
             raise ModelError(f"{where}: guided_lambda must be >= 0, not {guided_lambda}")
+        reward_repeats = data.get("guided_reward_repeats")
+        if reward_repeats is not None and not isinstance(reward_repeats, bool):
+            raise ModelError(f"{where}: field 'guided_reward_repeats' must be true, false or null")
         known = {f.name for f in fields(cls)} - {"extra"}
         return cls(
             name=data["name"],
@@ -100,6 +106,7 @@ class ModelCard:
                 test_set=str(metrics.get("test_set", "") or ""),
             ),
             guided_lambda=guided_lambda,
+            guided_reward_repeats=reward_repeats,
             files=dict(files),
             extra={k: v for k, v in data.items() if k not in known},
         )
