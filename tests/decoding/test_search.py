@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from tm_guide.decoding.ct2_engine import CT2StepDecoder
 from tm_guide.decoding.rewards import PieceReward
 from tm_guide.decoding.search import SearchOptions, beam_search
+from tm_guide.errors import InvalidInput
 
 MAX_LENGTH = 16
 
@@ -209,3 +212,36 @@ def test_with_repeats_off_a_large_lambda_does_not_loop_on_pieces(tiny_bundle):
         assert best.reward == pytest.approx(
             5 * reward.sequence_reward(best.token_ids, repeats), rel=1e-5
         )
+
+
+def test_each_sentence_is_capped_by_its_own_max_length(tiny_bundle, sentences):
+    """A batchmate's longer cap must not change a sentence's output, which is what the server's
+    cross-request batches rely on: with per-sentence caps, each output is what the sentence
+    gets alone under its cap."""
+    bundle = tiny_bundle  # random weights: every output runs to its cap
+    inputs = _inputs(bundle, sentences[:2])
+    to_id = {t: i for i, t in enumerate(bundle.vocabularies.target)}
+    rewards = [
+        PieceReward.from_tokens(_synthetic_pieces(bundle, text)[1], to_id)
+        for text in ("Tabelle Zelle Text", "Datei speichern Dokument")
+    ]
+    decoder = CT2StepDecoder(bundle.translator, bundle.vocabularies.target)
+    options = SearchOptions(beam_size=3, max_length=MAX_LENGTH, lam=1.5)
+    caps = [3, MAX_LENGTH]
+    together = beam_search(decoder, inputs, options, rewards, max_lengths=caps)
+    for i, cap in enumerate(caps):
+        alone = beam_search(decoder, [inputs[i]], replace(options, max_length=cap), [rewards[i]])
+        assert together[i][0].token_ids == alone[0][0].token_ids
+        assert together[i][0].score == pytest.approx(alone[0][0].score, abs=1e-4)
+    assert [len(t[0].token_ids) for t in together] == caps
+
+
+def test_per_sentence_caps_are_checked(peaked_bundle, sentences):
+    bundle = peaked_bundle
+    inputs = _inputs(bundle, sentences[:2])
+    decoder = CT2StepDecoder(bundle.translator, bundle.vocabularies.target)
+    options = SearchOptions(beam_size=2, max_length=MAX_LENGTH, lam=0)
+    for caps in ([4], [4, 0]):
+        with pytest.raises(InvalidInput) as failure:
+            beam_search(decoder, inputs, options, max_lengths=caps)
+        assert failure.value.field == "max_lengths"

@@ -140,8 +140,13 @@ def beam_search(
     sources: Sequence[Sequence[str]],
     options: SearchOptions,
     rewards: Sequence[PieceReward | None] | None = None,
+    max_lengths: Sequence[int] | None = None,
 ) -> list[list[Hypothesis]]:
-    """Translate a batch; for each sentence the num_hypotheses best hypotheses, best first."""
+    """Translate a batch; for each sentence the num_hypotheses best hypotheses, best first.
+
+    `max_lengths` caps each sentence's output on its own (each at most options.max_length), so
+    that a sentence's output does not depend on the lengths of its batchmates; without it every
+    sentence gets options.max_length, as translate_batch's max_decoding_length."""
     vocab_size = decoder.vocab_size
     options.validate(vocab_size)
     batch_size = len(sources)
@@ -149,6 +154,7 @@ def beam_search(
         return []
     if rewards is not None and len(rewards) != batch_size:
         raise InvalidInput("one reward table per sentence is required", field="rewards")
+    caps = _sentence_caps(max_lengths, batch_size, options)
     beam = options.beam_size
     num_candidates = 2 * beam
     max_closed = int(round(beam * options.patience))
@@ -173,7 +179,7 @@ def beam_search(
     top_closed = np.zeros(batch_size, dtype=bool)
     results: list[list[Hypothesis]] = [[] for _ in range(batch_size)]
 
-    for step in range(options.max_length):
+    for step in range(int(caps.max())):
         row_sentences = np.repeat(live, rows_per_sentence)
         log_probs = np.asarray(
             decoder.step(state, parents, row_sentences, last_ids, step < options.min_length),
@@ -197,8 +203,8 @@ def beam_search(
         next_ids: list[int] = []
         next_score: list[np.float32] = []
         still_live: list[int] = []
-        is_last_step = step + 1 == options.max_length
         for group, sentence in enumerate(live):
+            is_last_step = step + 1 == caps[sentence]
             flat = top[group]
             token_ids = flat % vocab_size
             origins = group * rows_per_sentence + flat // vocab_size
@@ -270,6 +276,21 @@ def beam_search(
         live = np.asarray(still_live, dtype=np.int64)
         rows_per_sentence = beam
     return results
+
+
+def _sentence_caps(
+    max_lengths: Sequence[int] | None, batch_size: int, options: SearchOptions
+) -> np.ndarray:
+    if max_lengths is None:
+        return np.full(batch_size, options.max_length, dtype=np.int64)
+    if len(max_lengths) != batch_size:
+        raise InvalidInput("one max length per sentence is required", field="max_lengths")
+    caps = np.minimum(np.asarray(max_lengths, dtype=np.int64), options.max_length)
+    if (caps < max(options.min_length, 1)).any():
+        raise InvalidInput(
+            "every max length must be at least 1 and at least min_length", field="max_lengths"
+        )
+    return caps
 
 
 def top_candidates(

@@ -48,8 +48,10 @@ class TranslateOptions:
     min_similarity: float = 0.0
     binary_reward: bool = False
     max_length: int = 256
-    # Cap the output at max_length_ratio * longest source of the batch + max_length_margin
-    # (0 = no cap): a weak model's runaway outputs otherwise decode all max_length steps.
+    # Cap the output at max_length_ratio * source length + max_length_margin (0 = no cap): a
+    # weak model's runaway outputs otherwise decode all max_length steps. The guided search
+    # caps each sentence by its own source; native search (rerank's n-best too) by the
+    # longest source of its batch, as CTranslate2's max_decoding_length is one per batch.
     max_length_ratio: float = 0.0
     max_length_margin: int = 10
     min_length: int = 1
@@ -244,7 +246,11 @@ class GuidedTranslator:
                 )
             else:
                 found = beam_search(
-                    self.step_decoder(engine, options), inputs, batch_search, batch_rewards
+                    self.step_decoder(engine, options),
+                    inputs,
+                    batch_search,
+                    batch_rewards,
+                    max_lengths=_output_caps(search, options, inputs),
                 )
             share = (clock() - started) / len(batch)
             for i, best in zip(batch, found, strict=True):
@@ -323,17 +329,33 @@ class GuidedTranslator:
         return result
 
 
+def _output_caps(
+    search: SearchOptions, options: TranslateOptions, inputs: Sequence[Sequence[str]]
+) -> list[int]:
+    """Each sentence's output cap under options.max_length_ratio, from its own length."""
+    if options.max_length_ratio <= 0:
+        return [search.max_length] * len(inputs)
+    return [
+        min(
+            search.max_length,
+            max(
+                math.ceil(options.max_length_ratio * len(x)) + options.max_length_margin,
+                search.min_length,
+                1,
+            ),
+        )
+        for x in inputs
+    ]
+
+
 def _capped(
     search: SearchOptions, options: TranslateOptions, inputs: Sequence[Sequence[str]]
 ) -> SearchOptions:
-    """The batch's max_length under options.max_length_ratio (one value per batch, as
-    CTranslate2's max_decoding_length is per batch)."""
-    if options.max_length_ratio <= 0 or not inputs:
+    """The batch's max_length: the largest cap of its sentences (CTranslate2's
+    max_decoding_length is one value per batch)."""
+    if not inputs:
         return search
-    longest = max(len(x) for x in inputs)
-    cap = math.ceil(options.max_length_ratio * longest) + options.max_length_margin
-    cap = max(cap, search.min_length, 1)
-    return replace(search, max_length=min(search.max_length, cap))
+    return replace(search, max_length=max(_output_caps(search, options, inputs)))
 
 
 def matched_pieces(tokens: Sequence[str], pieces: Any) -> list[MatchedPiece]:
