@@ -130,7 +130,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--max-length-ratio",
         type=float,
         default=2.0,
-        help="output cap, x the longest source of a batch + 10, as the server and eval use it",
+        help="output cap, x the source + 10 (guided search: each sentence's own; native: the "
+        "longest of the batch), as the server and eval use it",
     )
     parser.add_argument(
         "--pieces-once",

@@ -234,12 +234,12 @@ class GuidedTranslator:
             started = clock()
             inputs = [self.bundle.source_input(sources[i]) for i in batch]
             batch_rewards = [rewards[i] for i in batch]
-            batch_search = _capped(search, options, inputs)
-            if engine == "rerank":
+            caps = _output_caps(search, options, inputs)
+            if engine == "rerank":  # native n-best: one cap for the batch
                 found = rerank_search(
                     self.bundle.translator,
                     inputs,
-                    batch_search,
+                    replace(search, max_length=max(caps)),
                     batch_rewards,
                     self.token_to_id,
                     width=options.rerank_width or None,
@@ -248,9 +248,9 @@ class GuidedTranslator:
                 found = beam_search(
                     self.step_decoder(engine, options),
                     inputs,
-                    batch_search,
+                    search,
                     batch_rewards,
-                    max_lengths=_output_caps(search, options, inputs),
+                    max_lengths=caps,
                 )
             share = (clock() - started) / len(batch)
             for i, best in zip(batch, found, strict=True):
