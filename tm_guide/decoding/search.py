@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -66,6 +66,20 @@ class StepDecoder(Protocol):
         Rows of a sentence that does not appear any more can be dropped from the state.
         """
         ...
+
+
+@runtime_checkable
+class WholeSearchDecoder(Protocol):
+    """An engine that runs the whole search itself, by the rules of beam_search below (the
+    fused engine); beam_search validates the options and finalizes what it returns."""
+
+    def run_search(
+        self,
+        sources: Sequence[Sequence[str]],
+        options: SearchOptions,
+        rewards: Sequence[PieceReward | None],
+        caps: Sequence[int],
+    ) -> list[list[_Closed]]: ...
 
 
 @dataclass(frozen=True)
@@ -136,7 +150,7 @@ def log_softmax(logits: np.ndarray, mask_id: int | None = None) -> np.ndarray:
 
 
 def beam_search(
-    decoder: StepDecoder,
+    decoder: StepDecoder | WholeSearchDecoder,
     sources: Sequence[Sequence[str]],
     options: SearchOptions,
     rewards: Sequence[PieceReward | None] | None = None,
@@ -155,6 +169,11 @@ def beam_search(
     if rewards is not None and len(rewards) != batch_size:
         raise InvalidInput("one reward table per sentence is required", field="rewards")
     caps = _sentence_caps(max_lengths, batch_size, options)
+    if isinstance(decoder, WholeSearchDecoder):
+        closed = decoder.run_search(
+            sources, options, rewards if rewards is not None else [None] * batch_size, caps.tolist()
+        )
+        return [_finalize(sentence, options) for sentence in closed]
     beam = options.beam_size
     num_candidates = 2 * beam
     max_closed = int(round(beam * options.patience))

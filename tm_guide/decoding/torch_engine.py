@@ -19,7 +19,6 @@ Needs the optional [torch] extra.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +32,16 @@ from tm_guide.decoding.torch_step import (
     scripted_decoder_step,
     scripted_encoder_pass,
 )
+from tm_guide.decoding.transformer_spec import (
+    SourceIds,
+    check_supported,
+    count_layers,
+    embedding_scale,
+    embeddings_key,
+    layer_norm_epsilon,
+    position_encodings,
+    start_token,
+)
 from tm_guide.decoding.vocabulary import TargetVocabulary
 from tm_guide.errors import ModelError
 
@@ -43,30 +52,6 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise ModelError(
         "the torch engine needs PyTorch: install the [torch] extra (pip install 'tm-guide[torch]')"
     ) from exc
-
-# CTranslate2's LayerNorm epsilon when the config does not set one.
-_DEFAULT_LAYER_NORM_EPSILON = 1e-5
-
-# Keys whose presence means an architecture feature this engine does not implement.
-_UNSUPPORTED_KEYS = (
-    "relative_position_keys",
-    "relative_attention_bias",
-    "relative_asymmetric_position_keys",
-    "rotary_dim",
-    "q_norm",
-    "v_norm",
-    "project_in",
-    "layer_norm_use_residual",
-)
-
-
-def _sinusoidal_encodings(length: int, depth: int) -> np.ndarray:
-    """CTranslate2's SinusoidalPositionEncoder: sin in the first half, cos in the second."""
-    half = depth // 2
-    timescale = math.log(10000.0) / max(half - 1, 1)
-    inv = np.exp(np.arange(half, dtype=np.float32) * -timescale)
-    positions = np.arange(length, dtype=np.float32)[:, None] * inv[None, :]
-    return np.concatenate([np.sin(positions), np.cos(positions)], axis=1).astype(np.float32)
 
 
 class _Weights:
@@ -140,45 +125,22 @@ class _FeedForward(nn.Module):
         self.norm = w.layer_norm("layer_norm", epsilon)
 
 
-def _check_supported(model: CT2ModelFile) -> None:
-    if model.spec_name != "TransformerSpec":
-        raise ModelError(f"the torch engine supports TransformerSpec models, not {model.spec_name}")
-    for name in model.variables:
-        key = name.rsplit("/", 1)[-1]
-        if key in _UNSUPPORTED_KEYS:
-            raise ModelError(f"the torch engine does not implement {name!r}")
-    for flag in ("decoder/alibi", "decoder/parallel_residual", "encoder/multi_query_attention"):
-        if model.has(flag) and model.scalar(flag):
-            raise ModelError(f"the torch engine does not implement {flag!r}")
-    if model.has("encoder/embeddings_1/weight"):
-        raise ModelError("the torch engine does not implement source factors (embeddings_1)")
-    if model.config.get("multi_query_attention"):
-        raise ModelError("the torch engine does not implement multi-query attention")
-
-
 class _Stack(nn.Module):
     """What encoder and decoder share: embeddings, positions, norms."""
 
     def __init__(self, model: CT2ModelFile, scope: str, epsilon: float) -> None:
         super().__init__()
         w = _Weights(model, scope)
-        embeddings_key = "embeddings_0" if w.has("embeddings_0/weight") else "embeddings"
-        self.embeddings = nn.Parameter(w.tensor(f"{embeddings_key}/weight"), requires_grad=False)
+        table = embeddings_key(model, scope)
+        self.embeddings = nn.Parameter(
+            torch.from_numpy(np.ascontiguousarray(model.dequantized(f"{table}/weight"))),
+            requires_grad=False,
+        )
         depth = self.embeddings.shape[1]
-        scale = w.scalar("scale_embeddings", 1)
-        if model.has(w.name(f"{embeddings_key}/multiply_by_sqrt_depth")) and w.scalar(
-            f"{embeddings_key}/multiply_by_sqrt_depth"
-        ):
-            scale = True
-        if isinstance(scale, bool) or w.model.get(w.name("scale_embeddings")).dtype == np.int8:
-            self.embedding_scale = math.sqrt(depth) if scale else 1.0
-        else:
-            self.embedding_scale = float(scale)
-        if w.has("position_encodings/encodings"):
-            encodings = w.tensor("position_encodings/encodings")
-        else:
-            encodings = torch.from_numpy(_sinusoidal_encodings(1024, depth))
-        self.positions = nn.Parameter(encodings, requires_grad=False)
+        self.embedding_scale = embedding_scale(model, scope, depth)
+        self.positions = nn.Parameter(
+            torch.from_numpy(position_encodings(model, scope, depth)), requires_grad=False
+        )
         self.pre_norm = bool(w.scalar("pre_norm", 1))
         self.final_norm = w.layer_norm("layer_norm", epsilon) if w.has("layer_norm/gamma") else None
         self.embedding_norm = (
@@ -305,18 +267,18 @@ class TransformerModel(nn.Module):
 
     def __init__(self, model: CT2ModelFile) -> None:
         super().__init__()
-        _check_supported(model)
-        epsilon = model.config.get("layer_norm_epsilon") or _DEFAULT_LAYER_NORM_EPSILON
-        self.epsilon = float(epsilon)
+        check_supported(model)
+        epsilon = layer_norm_epsilon(model)
+        self.epsilon = epsilon
         self.encoder = _Stack(model, "encoder", epsilon)
         self.decoder = _Stack(model, "decoder", epsilon)
         self.encoder_layers = nn.ModuleList(
             _EncoderLayer(model, f"encoder/layer_{i}", self.encoder, epsilon)
-            for i in range(_count_layers(model, "encoder"))
+            for i in range(count_layers(model, "encoder"))
         )
         self.decoder_layers = nn.ModuleList(
             _DecoderLayer(model, f"decoder/layer_{i}", self.decoder, epsilon)
-            for i in range(_count_layers(model, "decoder"))
+            for i in range(count_layers(model, "decoder"))
         )
         if not len(self.encoder_layers) or not len(self.decoder_layers):
             raise ModelError("model.bin has no encoder or decoder layers")
@@ -325,8 +287,6 @@ class TransformerModel(nn.Module):
             model.has("decoder/start_from_zero_embedding")
             and model.scalar("decoder/start_from_zero_embedding")
         )
-        if model.has("decoder/scale_outputs"):
-            raise ModelError("the torch engine does not implement decoder/scale_outputs")
         first: _DecoderLayer = self.decoder_layers[0]  # type: ignore[assignment]
         self.heads = first.self_attention.num_heads
         self.head_dim = first.self_attention.head_dim
@@ -433,13 +393,6 @@ def _norm_pair(norm: nn.Module | None) -> list[torch.Tensor]:
     return [norm.weight, norm.bias]
 
 
-def _count_layers(model: CT2ModelFile, stack: str) -> int:
-    count = 0
-    while model.has(f"{stack}/layer_{count}/self_attention/linear_0/weight"):
-        count += 1
-    return count
-
-
 def _quantize_linear_layers(module: nn.Module) -> None:
     """Swap every Linear for a dynamically quantized int8 one (fbgemm), in place.
 
@@ -503,16 +456,12 @@ class TorchStepDecoder(TargetVocabulary):
         quantize: bool = False,
     ) -> None:
         model_file = read_model_file(Path(model_dir))
-        self.source_index = {t: i for i, t in enumerate(model_file.source_vocabulary)}
-        config = model_file.config
-        self.unk_id = self.source_index.get(config.get("unk_token", "<unk>"), 0)
-        eos = config.get("eos_token", "</s>")
-        start_token = config.get("decoder_start_token") or config.get("bos_token", "<s>")
-        super().__init__(model_file.target_vocabulary, eos, start_token)
-        self.add_source_bos = bool(config.get("add_source_bos", False))
-        self.add_source_eos = bool(config.get("add_source_eos", False))
-        self.bos = config.get("bos_token", "<s>")
-        self.eos = eos
+        self.sources = SourceIds(model_file)
+        super().__init__(
+            model_file.target_vocabulary,
+            model_file.config.get("eos_token", "</s>"),
+            start_token(model_file),
+        )
         if num_threads:
             torch.set_num_threads(num_threads)
         self.device = torch.device(device)
@@ -524,17 +473,9 @@ class TorchStepDecoder(TargetVocabulary):
         self.model = model.to(self.device)
         self.model.prepare()
 
-    def source_ids(self, tokens: Sequence[str]) -> list[int]:
-        ids = [self.source_index.get(t, self.unk_id) for t in tokens]
-        if self.add_source_bos:
-            ids.insert(0, self.source_index.get(self.bos, self.unk_id))
-        if self.add_source_eos:
-            ids.append(self.source_index.get(self.eos, self.unk_id))
-        return ids
-
     @torch.inference_mode()
     def start(self, sources: Sequence[Sequence[str]]) -> _TorchState:
-        ids = [self.source_ids(tokens) for tokens in sources]
+        ids = [self.sources.source_ids(tokens) for tokens in sources]
         longest = max(1, max(len(i) for i in ids))
         padded = torch.zeros((len(ids), longest), dtype=torch.long)
         for row, seq in enumerate(ids):

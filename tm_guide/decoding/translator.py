@@ -19,10 +19,16 @@ from typing import Any
 from tm_guide.decoding.ct2_engine import CT2StepDecoder
 from tm_guide.decoding.rerank import rerank_search
 from tm_guide.decoding.rewards import PieceReward
-from tm_guide.decoding.search import Hypothesis, SearchOptions, StepDecoder, beam_search
+from tm_guide.decoding.search import (
+    Hypothesis,
+    SearchOptions,
+    StepDecoder,
+    WholeSearchDecoder,
+    beam_search,
+)
 from tm_guide.errors import InvalidInput, ModelError
 
-ENGINES = ("torch", "ct2", "rerank", "auto")
+ENGINES = ("fused", "torch", "ct2", "rerank", "auto")
 log = logging.getLogger(__name__)
 
 
@@ -30,8 +36,9 @@ log = logging.getLogger(__name__)
 class TranslateOptions:
     """One guided translation request.
 
-    engine: "torch" (fast exact, needs the [torch] extra), "ct2" (exact, slow, no extra),
-        "rerank" (approximate: native n-best reranked), "auto" (torch when available, else ct2).
+    engine: "fused" (fast exact, compiled, CPU), "torch" (fast exact, needs the [torch] extra;
+        CPU or CUDA), "ct2" (exact, slow, no extra), "rerank" (approximate: native n-best
+        reranked), "auto" (fused on CPU when it was built, else torch when available, else ct2).
     lam: reward weight lambda of eq. 10 (0 = unguided). reward_repeats: eq. 10 rewards a piece
     each time it is produced; False rewards a piece of two or more tokens once per hypothesis,
     which stops outputs that loop on pieces (see tm_guide.decoding.rewards). m, min_similarity,
@@ -127,7 +134,7 @@ class GuidedTranslator:
         self.target_vocabulary: list[str] = list(bundle.vocabularies.target)
         self.token_to_id = {token: i for i, token in enumerate(self.target_vocabulary)}
         self._builder: Any = None
-        self._engines: dict[tuple[str, str, bool], StepDecoder] = {}
+        self._engines: dict[tuple[str, str, bool], StepDecoder | WholeSearchDecoder] = {}
         self._lock = threading.Lock()  # engines and the builder are made once, on first use
 
     # -- pieces -------------------------------------------------------------------------
@@ -151,10 +158,17 @@ class GuidedTranslator:
 
     # -- engines ------------------------------------------------------------------------
     def engine_name(self, options: TranslateOptions) -> str:
-        """The engine `options` lead to: "auto" is torch when PyTorch is installed and runs this
-        model, else ct2 (both exact)."""
+        """The engine `options` lead to: "auto" is fused on CPU when it was built and runs this
+        model, else torch when PyTorch is installed and runs it, else ct2 (all exact)."""
         if options.engine != "auto":
             return options.engine
+        if options.device == "cpu":
+            try:
+                self.step_decoder("fused", options)
+            except ModelError as exc:
+                log.info("guided decoding does not use the fused engine: %s", exc)
+            else:
+                return "fused"
         try:
             self.step_decoder("torch", options)
         except (ImportError, ModelError) as exc:
@@ -162,7 +176,9 @@ class GuidedTranslator:
             return "ct2"
         return "torch"
 
-    def step_decoder(self, engine: str, options: TranslateOptions) -> StepDecoder:
+    def step_decoder(
+        self, engine: str, options: TranslateOptions
+    ) -> StepDecoder | WholeSearchDecoder:
         device = options.device
         if engine == "torch" and device == "auto":
             import torch
@@ -177,10 +193,18 @@ class GuidedTranslator:
                 self._engines[key] = self._make_engine(key, options)
             return self._engines[key]
 
-    def _make_engine(self, key: tuple[str, str, bool], options: TranslateOptions) -> StepDecoder:
+    def _make_engine(
+        self, key: tuple[str, str, bool], options: TranslateOptions
+    ) -> StepDecoder | WholeSearchDecoder:
         engine, device, quantize = key
         if engine == "ct2":
             return CT2StepDecoder(self.bundle.translator, self.target_vocabulary)
+        if engine == "fused":
+            from tm_guide.decoding.fused_engine import FusedDecoder
+
+            if device != "cpu":
+                raise ModelError(f"the fused engine runs on the CPU, not {device!r}")
+            return FusedDecoder(self.bundle.path)
         if engine == "torch":
             from tm_guide.decoding.torch_engine import TorchStepDecoder
 

@@ -1,0 +1,233 @@
+"""Fused CPU engine: the bundle's CTranslate2 Transformer and the guided beam search, compiled.
+
+The torch engine's decoder step is ~100 small tensor ops, each an operator dispatch, and the
+search around it runs in Python: on a small model both cost more than the arithmetic. This
+engine runs the encoder, an int8 decoder step and search.py's beam search (rule for rule, the
+piece reward inside) in one C++ call (tm_guide/decoding/csrc/fused.cpp) that holds no GIL.
+
+It reads the very weights of the bundle's model.bin (one model format): CTranslate2's int8 rows
+and scales as they are, float weights quantized per row. Activations are quantized per row as
+CTranslate2 does, so a sentence's translation does not depend on its batchmates. The int8
+products use AVX-512 VNNI where the CPU has it, else portable loops (same integers).
+
+The extension is built at install time when a C++ compiler is there (setup.py); without it,
+``available()`` is False and the translator's "auto" engine falls back to torch or ct2.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tm_guide.decoding.model_file import CT2ModelFile, read_model_file
+from tm_guide.decoding.rewards import PieceReward
+from tm_guide.decoding.search import SearchOptions, StepDecoder, _Closed
+from tm_guide.decoding.transformer_spec import (
+    SourceIds,
+    check_supported,
+    count_layers,
+    embedding_scale,
+    embeddings_key,
+    layer_norm_epsilon,
+    position_encodings,
+    start_token,
+)
+from tm_guide.decoding.vocabulary import TargetVocabulary
+from tm_guide.errors import ModelError
+
+try:
+    from tm_guide.decoding import _fused  # type: ignore[attr-defined]
+except ImportError:  # built without a compiler
+    _fused = None
+
+
+def available() -> bool:
+    """Whether the compiled extension was built for this installation."""
+    return _fused is not None
+
+
+def kernel() -> str:
+    """Which int8 kernel runs here: "avx512-vnni" or "portable"."""
+    return str(_require().kernel())
+
+
+def _require() -> Any:
+    if _fused is None:
+        raise ModelError(
+            "the fused engine was not built (no C++ compiler at install time); "
+            "reinstall with a compiler, or use engine 'torch' or 'ct2'"
+        )
+    return _fused
+
+
+class FusedDecoder(TargetVocabulary):
+    """The bundle's model in the compiled engine; `run_search` does the whole guided search."""
+
+    def __init__(self, model_dir: Path | str) -> None:
+        fused = _require()
+        model_file = read_model_file(Path(model_dir))
+        check_supported(model_file)
+        self.sources = SourceIds(model_file)
+        super().__init__(
+            model_file.target_vocabulary,
+            model_file.config.get("eos_token", "</s>"),
+            start_token(model_file),
+        )
+        config, weights = _model_arrays(model_file)
+        self.max_source_positions = len(weights["encoder/positions"])
+        self._model = fused.Model(config, weights)
+
+    def run_search(
+        self,
+        sources: Sequence[Sequence[str]],
+        options: SearchOptions,
+        rewards: Sequence[PieceReward | None],
+        caps: Sequence[int],
+    ) -> list[list[_Closed]]:
+        """search.beam_search's closed hypotheses per sentence (it validates and finalizes)."""
+        ids = [self.sources.source_ids(tokens) for tokens in sources]
+        for sentence in ids:
+            if len(sentence) > self.max_source_positions:
+                raise ModelError(
+                    f"sequence of {len(sentence)} positions exceeds the model's "
+                    f"{self.max_source_positions} position encodings"
+                )
+        closed = self._model.search(
+            ids, [int(c) for c in caps], search_config(self, options), reward_tables(rewards)
+        )
+        return _closed(closed)
+
+    def score(self, source: Sequence[str], target_ids: Sequence[int]) -> np.ndarray:
+        """Log-probabilities of `target_ids` then </s>, teacher-forced (CTranslate2's
+        score_batch computes the same)."""
+        return np.asarray(
+            self._model.score(
+                self.sources.source_ids(source), list(target_ids), self.start_id, self.end_id
+            ),
+            dtype=np.float32,
+        )
+
+
+def search_config(decoder: TargetVocabulary, options: SearchOptions) -> Any:
+    config = _require().SearchConfig()
+    config.beam = options.beam_size
+    config.max_closed = int(round(options.beam_size * options.patience))
+    config.early_exit = options.length_penalty == 0
+    config.num_hypotheses = options.num_hypotheses
+    config.min_length = options.min_length
+    # search.py weighs the rewards by lambda as a float32
+    config.lam = float(np.float32(options.lam))
+    config.reward_repeats = options.reward_repeats
+    config.vocab = decoder.vocab_size
+    config.start_id = decoder.start_id
+    config.end_id = decoder.end_id
+    return config
+
+
+def reward_tables(rewards: Sequence[PieceReward | None]) -> list[Any]:
+    fused = _require()
+    return [
+        fused.RewardTable([(list(g), s) for g, s in table.ngrams.items()], table.max_n)
+        if table
+        else None
+        for table in rewards
+    ]
+
+
+# per sentence: (raw score, token ids, log-prob, reward, length) of each closed hypothesis
+_RawClosed = list[list[tuple[float, tuple[int, ...], float, float, int]]]
+
+
+def _closed(raw: _RawClosed) -> list[list[_Closed]]:
+    return [
+        [
+            _Closed(raw_score=s, token_ids=tokens, log_prob=lp, reward=r, length=n)
+            for s, tokens, lp, r, n in sentence
+        ]
+        for sentence in raw
+    ]
+
+
+def compiled_search(
+    decoder: StepDecoder,
+    sources: Sequence[Sequence[str]],
+    options: SearchOptions,
+    rewards: Sequence[PieceReward | None],
+    caps: Sequence[int],
+) -> list[list[_Closed]]:
+    """The compiled search over another engine's steps (the tests hold it to search.py's)."""
+    state = decoder.start(sources)
+
+    def step(parents: Any, sentences: Any, last_ids: Any, mask_end: bool) -> np.ndarray:
+        return np.ascontiguousarray(
+            decoder.step(state, parents, sentences, last_ids, mask_end), dtype=np.float32
+        )
+
+    closed = _require().search_with_steps(
+        step,
+        len(sources),
+        [int(c) for c in caps],
+        search_config(decoder, options),
+        reward_tables(rewards),
+    )
+    return _closed(closed)
+
+
+def _model_arrays(model: CT2ModelFile) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """The config and weights the compiled Model takes (see fused.cpp's Model)."""
+    for key in ("pre_norm", "activation", "num_heads"):
+        enc, dec = f"encoder/{key}", f"decoder/{key}"
+        if model.has(enc) and model.has(dec) and model.scalar(enc) != model.scalar(dec):
+            raise ModelError(f"the fused engine needs the same {key} in encoder and decoder")
+    weights: dict[str, np.ndarray] = {}
+    config: dict[str, Any] = {
+        "heads": int(model.scalar("decoder/num_heads")),
+        "activation": int(model.scalar("decoder/activation", 0)),
+        "pre_norm": bool(model.scalar("decoder/pre_norm", 1)),
+        "start_from_zero": bool(
+            model.has("decoder/start_from_zero_embedding")
+            and model.scalar("decoder/start_from_zero_embedding")
+        ),
+        "eps": layer_norm_epsilon(model),
+        "encoder_layers": count_layers(model, "encoder"),
+        "decoder_layers": count_layers(model, "decoder"),
+    }
+    if not config["encoder_layers"] or not config["decoder_layers"]:
+        raise ModelError("model.bin has no encoder or decoder layers")
+    if config["activation"] not in range(7):
+        raise ModelError(f"activation code {config['activation']} is not supported")
+    for scope in ("encoder", "decoder"):
+        table = np.ascontiguousarray(model.dequantized(f"{embeddings_key(model, scope)}/weight"))
+        depth = table.shape[1]
+        weights[f"{scope}/embeddings"] = table
+        weights[f"{scope}/positions"] = position_encodings(model, scope, depth)
+        config[f"{scope}_embedding_scale"] = embedding_scale(model, scope, depth)
+        config["depth"] = depth
+    for name in model.variables:
+        if name.endswith(("/gamma", "/beta")):
+            weights[name] = np.ascontiguousarray(model.dequantized(name))
+        elif name.endswith("/weight") and "embeddings" not in name.rsplit("/", 2)[-2]:
+            weights[name], weights[f"{name}_scale"] = _int8_rows(model, name)
+            bias = name[: -len("weight")] + "bias"
+            if model.has(bias):
+                weights[bias] = np.ascontiguousarray(model.dequantized(bias))
+    if config["depth"] % config["heads"]:
+        raise ModelError("the model's depth is not a multiple of its heads")
+    return config, weights
+
+
+def _int8_rows(model: CT2ModelFile, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """A linear's int8 rows and CTranslate2-style scales (float = int8 / scale): the stored
+    ones, or float weights quantized per row."""
+    raw = model.get(name)
+    if raw.dtype == np.int8:
+        scale = model.get(model.aliases.get(name, name) + "_scale").astype(np.float32)
+        return np.ascontiguousarray(raw), np.ascontiguousarray(scale.reshape(-1))
+    weight = model.dequantized(name).astype(np.float64)
+    amax = np.abs(weight).max(axis=1)
+    scale = np.where(amax > 0, 127.0 / np.maximum(amax, 1e-30), 1.0)
+    values = np.clip(np.rint(weight * scale[:, None]), -127, 127).astype(np.int8)
+    return np.ascontiguousarray(values), scale.astype(np.float32)
