@@ -141,7 +141,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "False) instead of every time it is produced (eq. 10); default: as the card's lambda "
         "was tuned",
     )
-    parser.add_argument("--engine", default="torch", choices=("torch", "rerank", "ct2"))
+    parser.add_argument(
+        "--engine",
+        default="auto",
+        choices=("auto", "fused", "torch", "rerank", "ct2"),
+        help="auto: as the server picks it (fused where it was built, else torch)",
+    )
     parser.add_argument("--threads", type=int, default=1, help="for CTranslate2 and PyTorch alike")
     parser.add_argument("--repeat", type=int, default=1)
     args = parser.parse_args(argv)
@@ -178,6 +183,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             threads=args.threads,
         )
         translator.translate(sentences[: args.batch], base)  # load the engine, warm caches
+        engine = translator.engine_name(base)
         for similarity in similarities:
             options = replace(base, min_similarity=similarity)
             rows.append((similarity, measure(translator, sentences, options, args.repeat)))
@@ -186,7 +192,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     batches = -(-n // args.batch)
     print(
         f"bundle {args.bundle.name}, memory {memory.name} ({memory.segment_count} segments), "
-        f"{n} sentences from {args.sentences.name}; engine {args.engine}, beam {args.beam}, "
+        f"{n} sentences from {args.sentences.name}; engine {engine}, beam {args.beam}, "
         f"lambda {lam:g}{'' if reward_repeats else ' (pieces of 2+ tokens once)'}, M {args.m}, "
         f"length cap {args.max_length_ratio:g}x + 10, "
         f"threads {args.threads}, {platform.machine()}, {os.cpu_count()} CPUs"

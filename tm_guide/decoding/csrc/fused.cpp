@@ -58,89 +58,125 @@ bool cpu_has_vnni() {
 #endif
 }
 
-bool use_vnni = cpu_has_vnni();
+bool use_vnni = cpu_has_vnni();  // also gates the other AVX-512 loops
 
-// C[m, n] = sum_k A[m, k] * B[n, k], A as u8 (the int8 values + 128), B as s8; rows padded to kp.
-void gemm_portable(const uint8_t* a, int m_rows, const int8_t* b, int n_cols, int kp, int32_t* c) {
+// Weights are packed for VNNI: blocks of 16 output rows; within a block, for each group of 4
+// inputs, the 16 rows' 4 int8 values (64 bytes), so that one vpdpbusd with 4 broadcast
+// activation bytes adds 4 products to each of 16 outputs: no horizontal sums.
+// packed[(block * (kp / 4) + group) * 64 + row_in_block * 4 + j] = W[block * 16 + row, group * 4 + j]
+std::vector<int8_t> pack_weights(const int8_t* w, int out, int in, int kp) {
+  const int blocks = (out + 15) / 16;
+  std::vector<int8_t> packed(static_cast<size_t>(blocks) * 16 * kp, 0);
+  for (int n = 0; n < out; ++n)
+    for (int k = 0; k < in; ++k)
+      packed[(static_cast<size_t>(n / 16) * (kp / 4) + k / 4) * 64 + (n % 16) * 4 + k % 4] =
+          w[static_cast<size_t>(n) * in + k];
+  return packed;
+}
+
+// What turns a row's int32 products into floats: y[m, n] = (c - 128 * column_sum[n]) *
+// (row_scale[m] * inverse_scale[n]) + bias[n] (no bias when null).
+struct Epilogue {
+  const int32_t* column_sum;
+  const float* inverse_scale;
+  const float* bias;
+  const float* row_scale;
+};
+
+inline float dequantize(int32_t c, int m, int n, const Epilogue& e) {
+  float y = static_cast<float>(c - 128 * e.column_sum[n]) * (e.row_scale[m] * e.inverse_scale[n]);
+  return e.bias ? y + e.bias[n] : y;
+}
+
+// Y[m, n] = sum_k A[m, k] * W[n, k], dequantized: A [rows, kp] as u8 (the int8 values + 128),
+// W packed.
+void gemm_portable(const uint8_t* a, int m_rows, const int8_t* packed, int n_cols, int kp,
+                   const Epilogue& e, float* y) {
+  const int groups = kp / 4;
   for (int m = 0; m < m_rows; ++m) {
     const uint8_t* arow = a + static_cast<size_t>(m) * kp;
     for (int n = 0; n < n_cols; ++n) {
-      const int8_t* brow = b + static_cast<size_t>(n) * kp;
+      const int8_t* block = packed + static_cast<size_t>(n / 16) * groups * 64 + (n % 16) * 4;
       int32_t sum = 0;
-      for (int k = 0; k < kp; ++k) sum += static_cast<int32_t>(arow[k]) * brow[k];
-      c[static_cast<size_t>(m) * n_cols + n] = sum;
+      for (int g = 0; g < groups; ++g)
+        for (int j = 0; j < 4; ++j) sum += static_cast<int32_t>(arow[g * 4 + j]) * block[g * 64 + j];
+      y[static_cast<size_t>(m) * n_cols + n] = dequantize(sum, m, n, e);
     }
   }
 }
 
 #ifdef TMG_X86
-// The four sums of four accumulators, in one 128-bit vector.
-__attribute__((target("avx512f,avx512bw"))) inline __m128i sum4(__m512i a0, __m512i a1,
-                                                                 __m512i a2, __m512i a3) {
-  __m512i t01 = _mm512_add_epi32(_mm512_unpacklo_epi32(a0, a1), _mm512_unpackhi_epi32(a0, a1));
-  __m512i t23 = _mm512_add_epi32(_mm512_unpacklo_epi32(a2, a3), _mm512_unpackhi_epi32(a2, a3));
-  __m512i u = _mm512_add_epi32(_mm512_unpacklo_epi64(t01, t23), _mm512_unpackhi_epi64(t01, t23));
-  u = _mm512_add_epi32(u, _mm512_shuffle_i32x4(u, u, 0x4E));
-  u = _mm512_add_epi32(u, _mm512_shuffle_i32x4(u, u, 0xB1));
-  return _mm512_castsi512_si128(u);
+template <int MB, int NB>
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) inline void vnni_tile(
+    const uint8_t* a, int kp, const int8_t* w, int n0, int n_cols, const Epilogue& e, int m0,
+    float* y) {
+  const int groups = kp / 4;
+  const size_t block_stride = static_cast<size_t>(groups) * 64;
+  __m512i acc[MB][NB];
+  for (int i = 0; i < MB; ++i)
+    for (int j = 0; j < NB; ++j) acc[i][j] = _mm512_setzero_si512();
+  for (int g = 0; g < groups; ++g) {
+    __m512i wv[NB];
+    for (int j = 0; j < NB; ++j) wv[j] = _mm512_loadu_si512(w + j * block_stride + g * 64);
+    for (int i = 0; i < MB; ++i) {
+      int32_t four;
+      std::memcpy(&four, a + static_cast<size_t>(i) * kp + g * 4, 4);
+      const __m512i x = _mm512_set1_epi32(four);
+      for (int j = 0; j < NB; ++j) acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], x, wv[j]);
+    }
+  }
+  for (int j = 0; j < NB; ++j) {
+    const int col = n0 + j * 16;
+    const int valid = std::min(16, n_cols - col);
+    const __mmask16 mask = static_cast<__mmask16>((1u << valid) - 1u);
+    const __m512i shift = _mm512_slli_epi32(_mm512_maskz_loadu_epi32(mask, e.column_sum + col), 7);
+    const __m512 scales = _mm512_maskz_loadu_ps(mask, e.inverse_scale + col);
+    const __m512 bias = e.bias ? _mm512_maskz_loadu_ps(mask, e.bias + col) : _mm512_setzero_ps();
+    for (int i = 0; i < MB; ++i) {
+      const __m512 products = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc[i][j], shift));
+      __m512 out = _mm512_mul_ps(products, _mm512_mul_ps(_mm512_set1_ps(e.row_scale[m0 + i]), scales));
+      if (e.bias) out = _mm512_add_ps(out, bias);
+      _mm512_mask_storeu_ps(y + static_cast<size_t>(i) * n_cols + col, mask, out);
+    }
+  }
+}
+
+template <int NB>
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) void vnni_rows(
+    const uint8_t* a, int rows, int kp, const int8_t* w, int n0, int n_cols, const Epilogue& e,
+    int m0, float* y) {
+  switch (rows) {
+    case 1: return vnni_tile<1, NB>(a, kp, w, n0, n_cols, e, m0, y);
+    case 2: return vnni_tile<2, NB>(a, kp, w, n0, n_cols, e, m0, y);
+    case 3: return vnni_tile<3, NB>(a, kp, w, n0, n_cols, e, m0, y);
+    case 4: return vnni_tile<4, NB>(a, kp, w, n0, n_cols, e, m0, y);
+    case 5: return vnni_tile<5, NB>(a, kp, w, n0, n_cols, e, m0, y);
+    case 6: return vnni_tile<6, NB>(a, kp, w, n0, n_cols, e, m0, y);
+    case 7: return vnni_tile<7, NB>(a, kp, w, n0, n_cols, e, m0, y);
+    default: return vnni_tile<8, NB>(a, kp, w, n0, n_cols, e, m0, y);
+  }
 }
 
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) void gemm_vnni(const uint8_t* a,
                                                                         int m_rows,
-                                                                        const int8_t* b,
+                                                                        const int8_t* packed,
                                                                         int n_cols, int kp,
-                                                                        int32_t* c) {
-  int n = 0;
-  for (; n + 4 <= n_cols; n += 4) {
-    const int8_t* b0 = b + static_cast<size_t>(n) * kp;
-    const int8_t* b1 = b0 + kp;
-    const int8_t* b2 = b1 + kp;
-    const int8_t* b3 = b2 + kp;
-    int m = 0;
-    for (; m + 4 <= m_rows; m += 4) {
-      __m512i acc[4][4];
-      for (auto& row : acc)
-        for (auto& x : row) x = _mm512_setzero_si512();
-      const uint8_t* a0 = a + static_cast<size_t>(m) * kp;
-      for (int k = 0; k < kp; k += 64) {
-        const __m512i w0 = _mm512_loadu_si512(b0 + k);
-        const __m512i w1 = _mm512_loadu_si512(b1 + k);
-        const __m512i w2 = _mm512_loadu_si512(b2 + k);
-        const __m512i w3 = _mm512_loadu_si512(b3 + k);
-        for (int i = 0; i < 4; ++i) {
-          const __m512i x = _mm512_loadu_si512(a0 + static_cast<size_t>(i) * kp + k);
-          acc[i][0] = _mm512_dpbusd_epi32(acc[i][0], x, w0);
-          acc[i][1] = _mm512_dpbusd_epi32(acc[i][1], x, w1);
-          acc[i][2] = _mm512_dpbusd_epi32(acc[i][2], x, w2);
-          acc[i][3] = _mm512_dpbusd_epi32(acc[i][3], x, w3);
-        }
-      }
-      for (int i = 0; i < 4; ++i)
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(c + static_cast<size_t>(m + i) * n_cols + n),
-                         sum4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]));
-    }
-    for (; m < m_rows; ++m) {
-      __m512i s0 = _mm512_setzero_si512(), s1 = s0, s2 = s0, s3 = s0;
-      const uint8_t* arow = a + static_cast<size_t>(m) * kp;
-      for (int k = 0; k < kp; k += 64) {
-        const __m512i x = _mm512_loadu_si512(arow + k);
-        s0 = _mm512_dpbusd_epi32(s0, x, _mm512_loadu_si512(b0 + k));
-        s1 = _mm512_dpbusd_epi32(s1, x, _mm512_loadu_si512(b1 + k));
-        s2 = _mm512_dpbusd_epi32(s2, x, _mm512_loadu_si512(b2 + k));
-        s3 = _mm512_dpbusd_epi32(s3, x, _mm512_loadu_si512(b3 + k));
-      }
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(c + static_cast<size_t>(m) * n_cols + n),
-                       sum4(s0, s1, s2, s3));
-    }
-  }
-  for (; n < n_cols; ++n) {
-    const int8_t* brow = b + static_cast<size_t>(n) * kp;
-    for (int m = 0; m < m_rows; ++m) {
-      const uint8_t* arow = a + static_cast<size_t>(m) * kp;
-      __m512i s = _mm512_setzero_si512();
-      for (int k = 0; k < kp; k += 64)
-        s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512(arow + k), _mm512_loadu_si512(brow + k));
-      c[static_cast<size_t>(m) * n_cols + n] = _mm512_reduce_add_epi32(s);
+                                                                        const Epilogue& e,
+                                                                        float* y) {
+  const int blocks = (n_cols + 15) / 16;
+  const size_t block_stride = static_cast<size_t>(kp / 4) * 64;
+  // two blocks (32 outputs) at a time; each tile's weights stay in L1 while all rows pass
+  for (int block = 0; block < blocks; block += 2) {
+    const int8_t* w = packed + block * block_stride;
+    const bool pair = block + 1 < blocks;
+    for (int m = 0; m < m_rows; m += 8) {
+      const int rows = std::min(8, m_rows - m);
+      const uint8_t* am = a + static_cast<size_t>(m) * kp;
+      float* ym = y + static_cast<size_t>(m) * n_cols;
+      if (pair)
+        vnni_rows<2>(am, rows, kp, w, block * 16, n_cols, e, m, ym);
+      else
+        vnni_rows<1>(am, rows, kp, w, block * 16, n_cols, e, m, ym);
     }
   }
 }
@@ -174,11 +210,12 @@ __attribute__((target("avx512f"))) float sum_exp_avx512(const float* x, int n, f
 }
 #endif
 
-void gemm(const uint8_t* a, int m_rows, const int8_t* b, int n_cols, int kp, int32_t* c) {
+void gemm(const uint8_t* a, int m_rows, const int8_t* b, int n_cols, int kp, const Epilogue& e,
+          float* y) {
 #ifdef TMG_X86
-  if (use_vnni) return gemm_vnni(a, m_rows, b, n_cols, kp, c);
+  if (use_vnni) return gemm_vnni(a, m_rows, b, n_cols, kp, e, y);
 #endif
-  gemm_portable(a, m_rows, b, n_cols, kp, c);
+  gemm_portable(a, m_rows, b, n_cols, kp, e, y);
 }
 
 float sum_exp(const float* x, int n, float shift) {
@@ -192,9 +229,33 @@ float sum_exp(const float* x, int n, float shift) {
 
 inline int padded(int k) { return (k + 63) / 64 * 64; }
 
-// Reductions below are vectorized by `omp simd` (built with -fopenmp-simd): the summation order
-// is fixed by the code, not by the batch, so a row's result stays independent of its batchmates.
+// Reductions: their summation order is fixed by the code, not by the batch, so a row's result
+// stays independent of its batchmates. `omp simd` (built with -fopenmp-simd) vectorizes the
+// simple loops; the two that GCC leaves scalar are written out for AVX-512.
+#ifdef TMG_X86
+__attribute__((target("avx512f"))) inline float dot_avx512(const float* a, const float* b, int n) {
+  __m512 acc = _mm512_setzero_ps();
+  int i = 0;
+  for (; i + 16 <= n; i += 16) acc = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), acc);
+  float sum = _mm512_reduce_add_ps(acc);
+  for (; i < n; ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+__attribute__((target("avx512f"))) inline float max_avx512(const float* x, int n) {
+  __m512 top = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  int i = 0;
+  for (; i + 16 <= n; i += 16) top = _mm512_max_ps(top, _mm512_loadu_ps(x + i));
+  float result = _mm512_reduce_max_ps(top);
+  for (; i < n; ++i) result = std::max(result, x[i]);
+  return result;
+}
+#endif
+
 inline float dot(const float* a, const float* b, int n) {
+#ifdef TMG_X86
+  if (use_vnni) return dot_avx512(a, b, n);
+#endif
   float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
   for (int i = 0; i < n; ++i) sum += a[i] * b[i];
@@ -202,8 +263,10 @@ inline float dot(const float* a, const float* b, int n) {
 }
 
 inline float max_of(const float* x, int n) {
+#ifdef TMG_X86
+  if (use_vnni) return max_avx512(x, n);
+#endif
   float top = -std::numeric_limits<float>::infinity();
-#pragma omp simd reduction(max : top)
   for (int i = 0; i < n; ++i) top = std::max(top, x[i]);
   return top;
 }
@@ -214,12 +277,11 @@ inline float max_of(const float* x, int n) {
 struct Scratch {
   std::vector<uint8_t> quantized;
   std::vector<float> inverse_scales;
-  std::vector<int32_t> products;
 };
 
 struct Linear {
   int out = 0, in = 0, kp = 0;
-  std::vector<int8_t> weight;       // [out, kp]
+  std::vector<int8_t> weight;       // packed (pack_weights)
   std::vector<float> inverse_scale;  // 1 / CTranslate2's scale (float weight = int8 / scale)
   std::vector<int32_t> column_sum;  // sum_k weight[n, k], for the +128 shift
   std::vector<float> bias;          // empty: none
@@ -231,17 +293,11 @@ struct Linear {
     in = static_cast<int>(w.shape(1));
     kp = padded(in);
     if (scale.size() != out) throw std::invalid_argument("one weight scale per output row");
-    weight.assign(static_cast<size_t>(out) * kp, 0);
-    column_sum.assign(out, 0);
     const int8_t* src = w.data();
-    for (int n = 0; n < out; ++n) {
-      int32_t s = 0;
-      for (int k = 0; k < in; ++k) {
-        weight[static_cast<size_t>(n) * kp + k] = src[static_cast<size_t>(n) * in + k];
-        s += src[static_cast<size_t>(n) * in + k];
-      }
-      column_sum[n] = s;
-    }
+    weight = pack_weights(src, out, in, kp);
+    column_sum.assign(out, 0);
+    for (int n = 0; n < out; ++n)
+      for (int k = 0; k < in; ++k) column_sum[n] += src[static_cast<size_t>(n) * in + k];
     inverse_scale.resize(out);
     for (int n = 0; n < out; ++n) inverse_scale[n] = 1.0f / scale.data()[n];
     if (!bias_or_none.is_none()) {
@@ -255,7 +311,6 @@ struct Linear {
   void apply(const float* x, int rows, float* y, Scratch& s) const {
     s.quantized.resize(static_cast<size_t>(rows) * kp);
     s.inverse_scales.resize(rows);
-    s.products.resize(static_cast<size_t>(rows) * out);
     for (int m = 0; m < rows; ++m) {
       const float* row = x + static_cast<size_t>(m) * in;
       float amax = 0.0f;
@@ -271,19 +326,9 @@ struct Linear {
       std::memset(q + in, 128, kp - in);
       s.inverse_scales[m] = 1.0f / scale;
     }
-    gemm(s.quantized.data(), rows, weight.data(), out, kp, s.products.data());
-    for (int m = 0; m < rows; ++m) {
-      const int32_t* c = s.products.data() + static_cast<size_t>(m) * out;
-      float* o = y + static_cast<size_t>(m) * out;
-      const float xs = s.inverse_scales[m];
-#pragma omp simd
-      for (int n = 0; n < out; ++n)
-        o[n] = static_cast<float>(c[n] - 128 * column_sum[n]) * (xs * inverse_scale[n]);
-      if (!bias.empty()) {
-#pragma omp simd
-        for (int n = 0; n < out; ++n) o[n] += bias[n];
-      }
-    }
+    const Epilogue e{column_sum.data(), inverse_scale.data(), bias.empty() ? nullptr : bias.data(),
+                     s.inverse_scales.data()};
+    gemm(s.quantized.data(), rows, weight.data(), out, kp, e, y);
   }
 };
 
@@ -774,22 +819,52 @@ struct Candidate {
   int64_t flat;  // local row * vocab + token
 };
 
+// Puts (total, flat) into `best` (at most k, best first; equal totals keep the earlier flat
+// index first, and candidates come in increasing flat order).
+inline void offer(std::vector<Candidate>& best, int k, float total, int64_t flat) {
+  auto at = std::upper_bound(best.begin(), best.end(), total,
+                             [](float v, const Candidate& c) { return v > c.score; });
+  best.insert(at, Candidate{total, flat});
+  if (static_cast<int>(best.size()) > k) best.pop_back();
+}
+
+#ifdef TMG_X86
+// Whether any of 16 totals beats the threshold, as a bit mask.
+__attribute__((target("avx512f"))) inline uint32_t above16(const float* row, float base,
+                                                         float threshold) {
+  const __m512 totals = _mm512_add_ps(_mm512_set1_ps(base), _mm512_loadu_ps(row));
+  return _mm512_cmp_ps_mask(totals, _mm512_set1_ps(threshold), _CMP_GT_OQ);
+}
+#endif
+
 // The k best (row, token) of a group of rows by cum[row] + values[row, token]; ties: lower flat
-// index first (search.top_candidates).
+// index first (search.top_candidates). Once k are held, only totals above the k-th are looked
+// at, 16 at a time.
 void top_k(const float* values, const float* cum, int rows, int vocab, int k,
            std::vector<Candidate>& best) {
   best.clear();
   for (int r = 0; r < rows; ++r) {
     const float* row = values + static_cast<size_t>(r) * vocab;
     const float base = cum[r];
-    for (int u = 0; u < vocab; ++u) {
+    const int64_t first = static_cast<int64_t>(r) * vocab;
+    int u = 0;
+    for (; u < vocab && static_cast<int>(best.size()) < k; ++u) offer(best, k, base + row[u], first + u);
+#ifdef TMG_X86
+    if (use_vnni) {
+      for (; u + 16 <= vocab; u += 16) {
+        uint32_t hits = above16(row + u, base, best.back().score);
+        while (hits) {
+          const int j = __builtin_ctz(hits);
+          hits &= hits - 1;
+          const float total = base + row[u + j];
+          if (total > best.back().score) offer(best, k, total, first + u + j);
+        }
+      }
+    }
+#endif
+    for (; u < vocab; ++u) {
       const float total = base + row[u];
-      if (static_cast<int>(best.size()) == k && !(total > best.back().score)) continue;
-      // after the last entry not worse than `total` (equal scores keep the lower index first)
-      auto at = std::upper_bound(best.begin(), best.end(), total,
-                                 [](float v, const Candidate& c) { return v > c.score; });
-      best.insert(at, Candidate{total, static_cast<int64_t>(r) * vocab + u});
-      if (static_cast<int>(best.size()) > k) best.pop_back();
+      if (total > best.back().score) offer(best, k, total, first + u);
     }
   }
 }
