@@ -1,0 +1,197 @@
+"""The fused (compiled) engine: its search against search.py, its model against CTranslate2."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tm_guide.config import BUNDLED_MODEL
+from tm_guide.decoding import fused_engine
+from tm_guide.decoding.ct2_engine import CT2StepDecoder
+from tm_guide.decoding.rewards import PieceReward
+from tm_guide.decoding.search import SearchOptions, _finalize, beam_search
+from tm_guide.errors import ModelError
+
+pytestmark = pytest.mark.skipif(
+    not fused_engine.available(), reason="the fused engine was not built (no C++ compiler)"
+)
+
+MAX_LENGTH = 16
+TARGETS = ["Datei speichern.", "Öffnen Sie das Menü Tabelle Zelle Text.", "Hilfe"]
+
+
+def _inputs(bundle, sentences):
+    return [bundle.source_input(bundle.encode_source(s)) for s in sentences]
+
+
+def _rewards_for(bundle, token_lists, score=0.7):
+    index = {t: i for i, t in enumerate(bundle.vocabularies.target)}
+    return [
+        PieceReward.from_tokens(
+            {
+                tuple(tokens[s : s + n]): score
+                for s in range(len(tokens))
+                for n in range(1, 5)
+                if s + n <= len(tokens)
+            },
+            index,
+        )
+        for tokens in token_lists
+    ]
+
+
+def _plausible_pieces(bundle, inputs):
+    """Pieces the model finds plausible (its 4th-best outputs), so the reward changes the search."""
+    alternatives = bundle.translator.translate_batch(
+        inputs, beam_size=4, num_hypotheses=4, max_decoding_length=MAX_LENGTH
+    )
+    return _rewards_for(bundle, [o.hypotheses[-1] for o in alternatives])
+
+
+@pytest.fixture(scope="module")
+def demo_bundle():
+    from tm_guide.model import Bundle
+
+    return Bundle.load(BUNDLED_MODEL, intra_threads=1)
+
+
+@pytest.fixture(scope="module")
+def fused_int8(peaked_int8_bundle):
+    return fused_engine.FusedDecoder(peaked_int8_bundle.path)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        SearchOptions(beam_size=4, max_length=MAX_LENGTH, lam=0.0),
+        SearchOptions(beam_size=4, max_length=MAX_LENGTH, lam=0.5),
+        SearchOptions(beam_size=4, max_length=MAX_LENGTH, lam=2.0),
+        SearchOptions(beam_size=4, max_length=MAX_LENGTH, lam=2.0, reward_repeats=False),
+        SearchOptions(beam_size=3, max_length=MAX_LENGTH, lam=1.0, length_penalty=0.0),
+        SearchOptions(beam_size=2, max_length=MAX_LENGTH, lam=1.0, patience=2.0, min_length=3),
+        SearchOptions(beam_size=4, max_length=MAX_LENGTH, lam=1.5, num_hypotheses=3),
+    ],
+    ids=["lam0", "lam0.5", "lam2", "pieces-once", "no-length-penalty", "patience", "n-best"],
+)
+def test_compiled_search_equals_search_py_on_the_same_log_probs(peaked_bundle, sentences, options):
+    """Fed CTranslate2's own log-probabilities, the compiled search keeps, closes and ranks
+    exactly the hypotheses that search.py does: same tokens, bit-identical scores."""
+    bundle = peaked_bundle
+    inputs = _inputs(bundle, sentences)
+    rewards = _plausible_pieces(bundle, inputs)
+    rewards[1] = None  # a sentence without pieces in a guided batch
+    decoder = CT2StepDecoder(bundle.translator, bundle.vocabularies.target)
+    caps = [MAX_LENGTH - (i % 3) * 4 for i in range(len(inputs))]
+    expected = beam_search(decoder, inputs, options, rewards, max_lengths=caps)
+    closed = fused_engine.compiled_search(decoder, inputs, options, rewards, caps)
+    found = [_finalize(sentence, options) for sentence in closed]
+    assert found == expected
+    if options.lam:
+        assert any(h.reward > 0 for sentence in found for h in sentence)
+
+
+def test_fused_log_probs_stay_as_close_to_ct2_int8_as_ct2_float_is(
+    peaked_int8_bundle, peaked_bundle, fused_int8, sentences
+):
+    """Int8 weights are CTranslate2's and activations are quantized per row as it does: the
+    log-probabilities are close to CTranslate2's int8 ones (its own float32 run of the same
+    checkpoint sets the scale of quantization noise)."""
+    bundle = peaked_int8_bundle
+    index = {t: i for i, t in enumerate(bundle.vocabularies.target)}
+    inputs = _inputs(bundle, sentences[:3])
+    targets = [bundle.encode_target(t) for t in TARGETS]
+    expected = bundle.translator.score_batch(inputs, targets)
+    float_run = peaked_bundle.translator.score_batch(inputs, targets)
+    gaps, own_gaps = [], []
+    for source, target, scored, floats in zip(inputs, targets, expected, float_run, strict=True):
+        mine = fused_int8.score(source, [index[t] for t in target])
+        gaps.append(float(np.mean(np.abs(mine - np.array(scored.log_probs)))))
+        own_gaps.append(float(np.mean(np.abs(np.array(floats.log_probs) - scored.log_probs))))
+    assert np.mean(gaps) <= np.mean(own_gaps) + 0.05
+
+
+def test_fused_log_probs_of_the_demo_model_match_ct2(demo_bundle):
+    """On the shipped int8 model the log-probabilities agree with score_batch to ~1e-3."""
+    bundle = demo_bundle
+    decoder = fused_engine.FusedDecoder(bundle.path)
+    index = {t: i for i, t in enumerate(bundle.vocabularies.target)}
+    inputs = _inputs(bundle, ["Save the document.", "Choose Format - Cells."])
+    targets = [
+        bundle.encode_target(t)
+        for t in ["Speichern Sie das Dokument.", "Wählen Sie Format - Zellen."]
+    ]
+    for source, target, scored in zip(
+        inputs, targets, bundle.translator.score_batch(inputs, targets), strict=True
+    ):
+        mine = decoder.score(source, [index[t] for t in target])
+        assert np.abs(mine - np.array(scored.log_probs)).max() < 0.05
+        assert np.abs(mine - np.array(scored.log_probs)).mean() < 0.01
+
+
+def test_fused_lambda_zero_matches_native_beam_search_on_the_demo_model(demo_bundle, sentences):
+    bundle = demo_bundle
+    decoder = fused_engine.FusedDecoder(bundle.path)
+    inputs = _inputs(bundle, sentences)
+    found = beam_search(decoder, inputs, SearchOptions(beam_size=5, max_length=64, lam=0))
+    native = bundle.translator.translate_batch(
+        inputs, beam_size=5, max_decoding_length=64, return_scores=True
+    )
+    for output, hyps in zip(native, found, strict=True):
+        assert [bundle.vocabularies.target[i] for i in hyps[0].token_ids] == output.hypotheses[0]
+        assert hyps[0].score == pytest.approx(output.scores[0], abs=0.02)
+
+
+def test_a_sentence_gets_the_same_translation_alone_and_in_any_batch(
+    peaked_int8_bundle, fused_int8, sentences
+):
+    """Activations are quantized per row, so batchmates change nothing, to the bit."""
+    bundle = peaked_int8_bundle
+    inputs = _inputs(bundle, sentences)
+    rewards = _plausible_pieces(bundle, inputs)
+    options = SearchOptions(beam_size=4, max_length=MAX_LENGTH, lam=1.0)
+    together = beam_search(fused_int8, inputs, options, rewards)
+    alone = [
+        beam_search(fused_int8, [x], options, [r])[0] for x, r in zip(inputs, rewards, strict=True)
+    ]
+    reversed_batch = beam_search(fused_int8, inputs[::-1], options, rewards[::-1])[::-1]
+    assert together == alone == reversed_batch
+
+
+def test_portable_kernels_give_the_vnni_kernels_results(peaked_int8_bundle, fused_int8, sentences):
+    """Machines without AVX-512 VNNI run portable loops: the same integer products, and floats
+    that differ only in summation order."""
+    if fused_engine.kernel() != "avx512-vnni":
+        pytest.skip("this CPU has no AVX-512 VNNI: only the portable kernels run here")
+    bundle = peaked_int8_bundle
+    index = {t: i for i, t in enumerate(bundle.vocabularies.target)}
+    source = _inputs(bundle, sentences[1:2])[0]
+    target = [index[t] for t in bundle.encode_target(TARGETS[1])]
+    vnni = fused_int8.score(source, target)
+    fused_engine._require().set_portable(True)
+    try:
+        assert fused_engine.kernel() == "portable"
+        portable = fused_int8.score(source, target)
+    finally:
+        fused_engine._require().set_portable(False)
+    np.testing.assert_allclose(portable, vnni, atol=1e-4)
+
+
+def test_fused_engine_refuses_a_source_longer_than_its_position_encodings(fused_int8):
+    too_long = ["▁a"] * (fused_int8.max_source_positions + 1)
+    with pytest.raises(ModelError, match="position encodings"):
+        beam_search(fused_int8, [too_long], SearchOptions(beam_size=2, max_length=4, lam=0))
+
+
+def test_the_reward_reported_is_the_reward_of_the_output(peaked_int8_bundle, fused_int8, sentences):
+    """The compiled search sums lambda * D_X step by step; it must equal PieceReward's own sum
+    along the output, under both reward rules."""
+    bundle = peaked_int8_bundle
+    inputs = _inputs(bundle, sentences[:4])
+    rewards = _plausible_pieces(bundle, inputs)
+    for repeats in (True, False):
+        options = SearchOptions(beam_size=4, max_length=MAX_LENGTH, lam=2.0, reward_repeats=repeats)
+        found = beam_search(fused_int8, inputs, options, rewards)
+        for reward, best in zip(rewards, found, strict=True):
+            expected = options.lam * reward.sequence_reward(best[0].token_ids, repeats)
+            assert best[0].reward == pytest.approx(expected, abs=1e-4)
+        assert any(best[0].reward > 0 for best in found)
