@@ -49,8 +49,9 @@ class Compute:
     threads: int = 1
     # decoding threads taking batches from the one queue (one per core that decoding may use)
     decoders: int = 1
-    # auto: the fast exact PyTorch engine when the [torch] extra is installed, else the exact
-    # (slow) CTranslate2 step engine; rerank trades exactness for native speed
+    # auto: the compiled exact engine on CPU when it was built, else the exact PyTorch engine
+    # when the [torch] extra is installed, else the exact (slow) CTranslate2 step engine; rerank
+    # trades exactness for native speed
     engine: str = "auto"
     # lambda (eq. 10) of requests that leave it open; None: the model card's guided_lambda
     # (tuned on a dev set with `tm-guide eval`), else 1
@@ -102,7 +103,7 @@ class ServerConfig:
     TM_GUIDE_BATCH_WAIT_MS        how long a lone request waits for others to batch with (5)
     TM_GUIDE_DECODERS             decoding threads per worker, each taking its own batches (1)
     TM_GUIDE_COMPUTE_THREADS      intra-op threads of the engines (default 1; 0 = the usable CPUs)
-    TM_GUIDE_ENGINE               decoding engine: auto (default), torch, ct2 or rerank
+    TM_GUIDE_ENGINE               decoding engine: auto (default), fused, torch, ct2 or rerank
     TM_GUIDE_LAMBDA               lambda of requests that leave it open (default: the model
                                   card's guided_lambda, else 1)
     """
