@@ -11,8 +11,8 @@ summed over the sentences) and per batch of --batch sentences; native and the en
 sentence by sentence, so that a change of machine load affects them alike. "agree" is the share
 of sentences whose guided output is token for token that of the exact CTranslate2 engine
 (computed on the first --exact-sentences sentences, because that engine is slow); the next
-column compares every engine with the fast exact engine (torch-int8, else torch) on all sentences,
-which is how often the approximate rerank mode finds what the exact search finds.
+column compares every engine with the fast exact engine (fused, else torch-int8, else torch) on
+all sentences, which is how often the approximate rerank mode finds what the exact search finds.
 """
 
 from __future__ import annotations
@@ -138,7 +138,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--exact-sentences", type=int, default=8)
     parser.add_argument(
-        "--engines", default="torch,torch-int8,rerank,ct2", help="comma-separated; native always"
+        "--engines",
+        default="fused,torch,torch-int8,rerank,ct2",
+        help="comma-separated; native always",
     )
     args = parser.parse_args(argv)
     if not (args.bundle / "model.bin").exists():
@@ -196,6 +198,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         engines["torch"] = via(TorchStepDecoder(bundle.path))
     if "torch-int8" in wanted:
         engines["torch-int8"] = via(TorchStepDecoder(bundle.path, quantize=True))
+    if "fused" in wanted:
+        from tm_guide.decoding.fused_engine import FusedDecoder
+
+        engines["fused"] = via(FusedDecoder(bundle.path))
     if "rerank" in wanted:
 
         def rerank(ids: list[int]) -> list[tuple[int, ...]]:
@@ -221,7 +227,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     single_times, batch_times, outputs = interleaved_times(timed, every, args.repeat)
     # The exact CTranslate2 engine is too slow for every sentence; the fast exact engine, which
     # agrees with it, stands in as the reference over the whole set.
-    fast_exact = next((e for e in ("torch-int8", "torch") if e in engines), None)
+    fast_exact = next((e for e in ("fused", "torch-int8", "torch") if e in engines), None)
     native_single = single_times["native (unguided)"]
     native_batch = batch_times["native (unguided)"]
     for name in timed:
