@@ -111,7 +111,7 @@ class FusedDecoder(TargetVocabulary):
         )
 
 
-def search_config(decoder: TargetVocabulary, options: SearchOptions) -> Any:
+def search_config(decoder: StepDecoder | FusedDecoder, options: SearchOptions) -> Any:
     config = _require().SearchConfig()
     config.beam = options.beam_size
     config.max_closed = int(round(options.beam_size * options.patience))

@@ -73,6 +73,9 @@ class WholeSearchDecoder(Protocol):
     """An engine that runs the whole search itself, by the rules of beam_search below (the
     fused engine); beam_search validates the options and finalizes what it returns."""
 
+    @property
+    def vocab_size(self) -> int: ...
+
     def run_search(
         self,
         sources: Sequence[Sequence[str]],
@@ -170,10 +173,10 @@ def beam_search(
         raise InvalidInput("one reward table per sentence is required", field="rewards")
     caps = _sentence_caps(max_lengths, batch_size, options)
     if isinstance(decoder, WholeSearchDecoder):
-        closed = decoder.run_search(
+        found = decoder.run_search(
             sources, options, rewards if rewards is not None else [None] * batch_size, caps.tolist()
         )
-        return [_finalize(sentence, options) for sentence in closed]
+        return [_finalize(sentence, options) for sentence in found]
     beam = options.beam_size
     num_candidates = 2 * beam
     max_closed = int(round(beam * options.patience))
