@@ -4,6 +4,7 @@ guided decoding uses the torch or ct2 engine (tm_guide.decoding.fused_engine say
 
 import os
 import platform
+from pathlib import Path
 
 from pybind11.setup_helpers import Pybind11Extension
 from setuptools import setup
@@ -20,6 +21,7 @@ setup(
         Pybind11Extension(
             "tm_guide.decoding._fused",
             ["tm_guide/decoding/csrc/fused.cpp"],
+            depends=[str(p) for p in Path("tm_guide/decoding/csrc").glob("*.h")],
             cxx_std=17,
             extra_compile_args=flags,
             optional=True,

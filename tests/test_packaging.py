@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import shutil
+import sysconfig
 import tomllib
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,3 +35,14 @@ def test_migrations_ship_as_a_package_of_the_wheel() -> None:
         config["packages"]
     )
     assert "script.py.mako" in config["package-data"]["tm_guide._migrations"]
+
+
+def test_the_compiled_engine_is_built_where_a_compiler_is() -> None:
+    """The extension's build is optional (an install without a compiler still works), so a
+    failed build on a machine that has one would otherwise go unnoticed."""
+    from tm_guide.decoding import fused_engine
+
+    compiler = (sysconfig.get_config_var("CXX") or "c++").split()[0]
+    if shutil.which(compiler) is None:
+        pytest.skip(f"no C++ compiler ({compiler}) on this machine")
+    assert fused_engine.available(), "pip install did not build tm_guide.decoding._fused"

@@ -157,29 +157,41 @@ def test_a_sentence_gets_the_same_translation_alone_and_in_any_batch(
     assert together == alone == reversed_batch
 
 
-def test_portable_kernels_give_the_vnni_kernels_results(peaked_int8_bundle, fused_int8, sentences):
+@pytest.mark.parametrize("bundle_name", ["peaked_int8_bundle", "demo_bundle"])
+def test_portable_kernels_give_the_vnni_kernels_results(request, bundle_name, sentences):
     """Machines without AVX-512 VNNI run portable loops: the same integer products, and floats
-    that differ only in summation order."""
+    that differ in summation order and in the exp polynomial. Through the int8 rounding of the
+    next layer's activations such a difference can move a log-probability by a few hundredths
+    (as between CTranslate2's own CPU back ends), not more."""
     if fused_engine.kernel() != "avx512-vnni":
         pytest.skip("this CPU has no AVX-512 VNNI: only the portable kernels run here")
-    bundle = peaked_int8_bundle
+    bundle = request.getfixturevalue(bundle_name)
+    decoder = fused_engine.FusedDecoder(bundle.path)
     index = {t: i for i, t in enumerate(bundle.vocabularies.target)}
-    source = _inputs(bundle, sentences[1:2])[0]
-    target = [index[t] for t in bundle.encode_target(TARGETS[1])]
-    vnni = fused_int8.score(source, target)
+    pairs = [
+        (source, [index[t] for t in bundle.encode_target(target)])
+        for source, target in zip(_inputs(bundle, sentences[:3]), TARGETS, strict=True)
+    ]
+    vnni = [decoder.score(source, target) for source, target in pairs]
     fused_engine._require().set_portable(True)
     try:
         assert fused_engine.kernel() == "portable"
-        portable = fused_int8.score(source, target)
+        portable = [decoder.score(source, target) for source, target in pairs]
     finally:
         fused_engine._require().set_portable(False)
-    np.testing.assert_allclose(portable, vnni, atol=1e-4)
+    gaps = np.concatenate([np.abs(a - b) for a, b in zip(portable, vnni, strict=True)])
+    assert gaps.max() < 0.05
+    assert gaps.mean() < 0.005
 
 
-def test_fused_engine_refuses_a_source_longer_than_its_position_encodings(fused_int8):
+def test_fused_engine_refuses_sequences_longer_than_its_position_encodings(fused_int8):
     too_long = ["▁a"] * (fused_int8.max_source_positions + 1)
     with pytest.raises(ModelError, match="position encodings"):
         beam_search(fused_int8, [too_long], SearchOptions(beam_size=2, max_length=4, lam=0))
+    limit = fused_int8.max_target_positions
+    forced = SearchOptions(beam_size=2, min_length=limit + 1, max_length=limit + 2, lam=0)
+    with pytest.raises(ModelError, match="position encodings"):
+        beam_search(fused_int8, [["▁a"]], forced)
 
 
 def test_the_reward_reported_is_the_reward_of_the_output(peaked_int8_bundle, fused_int8, sentences):

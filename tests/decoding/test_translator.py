@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from tm_guide.decoding import fused_engine
 from tm_guide.decoding.translator import GuidedTranslator, TranslateOptions
 from tm_guide.errors import InvalidInput
 from tm_guide.pieces.align import AlignOptions, MemoryAligner
@@ -37,10 +38,16 @@ def _options(memory, **kw):  # type: ignore[no-untyped-def]
     return TranslateOptions(memory_ids=(memory.id,), max_length=20, beam_size=4, **kw)
 
 
-@pytest.mark.parametrize("engine", ["ct2", "torch"])
-def test_pieces_from_the_memory_appear_with_their_provenance(store_and_memory, tiny_bundle, engine):  # type: ignore[no-untyped-def]
+def _skip_unless_built(engine: str) -> None:
     if engine == "torch":
         pytest.importorskip("torch")
+    if engine == "fused" and not fused_engine.available():
+        pytest.skip("the fused engine was not built (no C++ compiler)")
+
+
+@pytest.mark.parametrize("engine", ["ct2", "torch", "fused"])
+def test_pieces_from_the_memory_appear_with_their_provenance(store_and_memory, tiny_bundle, engine):  # type: ignore[no-untyped-def]
+    _skip_unless_built(engine)
     store, memory = store_and_memory
     translator = GuidedTranslator(tiny_bundle, store)
     [result] = translator.translate(
@@ -73,6 +80,16 @@ def test_lambda_zero_and_sentences_without_pieces_use_native_search(store_and_me
         assert result.reward == 0.0
 
 
+def test_auto_engine_is_the_fused_one_on_cpu_where_it_was_built(store_and_memory, tiny_bundle):  # type: ignore[no-untyped-def]
+    _skip_unless_built("fused")
+    store, memory = store_and_memory
+    translator = GuidedTranslator(tiny_bundle, store)
+    options = _options(memory, engine="auto", lam=5.0)
+    assert translator.engine_name(options) == "fused"
+    [result] = translator.translate(["Save the document."], options)
+    assert result.guided and result.engine == "fused" and result.reward > 0
+
+
 def test_rerank_engine_returns_a_translation(store_and_memory, tiny_bundle):  # type: ignore[no-untyped-def]
     store, memory = store_and_memory
     translator = GuidedTranslator(tiny_bundle, store)
@@ -90,15 +107,16 @@ def test_bad_options_are_refused_with_the_field_named():
     assert error.value.field == "beam_size"
 
 
-@pytest.mark.parametrize("engine", ["ct2", "native"])
+@pytest.mark.parametrize("engine", ["ct2", "fused", "native"])
 def test_max_length_ratio_caps_output_at_the_source_length(store_and_memory, tiny_bundle, engine):  # type: ignore[no-untyped-def]
+    _skip_unless_built(engine)
     store, memory = store_and_memory
     translator = GuidedTranslator(tiny_bundle, store)
     sentence = "Save the document."
     lam = 0.0 if engine == "native" else 5.0
     options = TranslateOptions(
         memory_ids=(memory.id,),
-        engine="ct2",
+        engine="ct2" if engine == "native" else engine,
         lam=lam,
         beam_size=2,
         max_length=200,

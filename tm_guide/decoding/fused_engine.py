@@ -78,6 +78,7 @@ class FusedDecoder(TargetVocabulary):
         )
         config, weights = _model_arrays(model_file)
         self.max_source_positions = len(weights["encoder/positions"])
+        self.max_target_positions = len(weights["decoder/positions"])
         self._model = fused.Model(config, weights)
 
     def run_search(
@@ -95,9 +96,13 @@ class FusedDecoder(TargetVocabulary):
                     f"sequence of {len(sentence)} positions exceeds the model's "
                     f"{self.max_source_positions} position encodings"
                 )
-        closed = self._model.search(
-            ids, [int(c) for c in caps], search_config(self, options), reward_tables(rewards)
-        )
+        tables = reward_tables(rewards, self.vocab_size)
+        try:
+            closed = self._model.search(
+                ids, [int(c) for c in caps], search_config(self, options), tables
+            )
+        except ValueError as exc:  # the C++ length checks (std::length_error)
+            raise ModelError(str(exc)) from exc
         return _closed(closed)
 
     def score(self, source: Sequence[str], target_ids: Sequence[int]) -> np.ndarray:
@@ -127,10 +132,10 @@ def search_config(decoder: StepDecoder | FusedDecoder, options: SearchOptions) -
     return config
 
 
-def reward_tables(rewards: Sequence[PieceReward | None]) -> list[Any]:
+def reward_tables(rewards: Sequence[PieceReward | None], vocab_size: int) -> list[Any]:
     fused = _require()
     return [
-        fused.RewardTable([(list(g), s) for g, s in table.ngrams.items()], table.max_n)
+        fused.RewardTable([(list(g), s) for g, s in table.ngrams.items()], table.max_n, vocab_size)
         if table
         else None
         for table in rewards
@@ -171,7 +176,7 @@ def compiled_search(
         len(sources),
         [int(c) for c in caps],
         search_config(decoder, options),
-        reward_tables(rewards),
+        reward_tables(rewards, decoder.vocab_size),
     )
     return _closed(closed)
 

@@ -1,0 +1,144 @@
+// Int8 linear layers, layer norm, activations and one head's attention.
+#pragma once
+
+#include <pybind11/numpy.h>
+
+#include <stdexcept>
+
+#include "kernels.h"
+
+namespace tm_guide_fused {
+
+namespace py = pybind11;
+
+using FloatArray = py::array_t<float, py::array::c_style | py::array::forcecast>;
+using Int8Array = py::array_t<int8_t, py::array::c_style | py::array::forcecast>;
+
+struct Scratch {
+  std::vector<uint8_t> quantized;
+  std::vector<float> inverse_scales;
+};
+
+struct Linear {
+  int out = 0, in = 0, kp = 0;
+  std::vector<int8_t> weight;        // packed (pack_weights)
+  std::vector<float> inverse_scale;  // 1 / CTranslate2's scale (float weight = int8 / scale)
+  std::vector<int32_t> column_sum;   // sum_k weight[n, k], for the +128 shift
+  std::vector<float> bias;           // empty: none
+
+  Linear() = default;
+  Linear(const Int8Array& w, const FloatArray& scale, py::object bias_or_none) {
+    if (w.ndim() != 2) throw std::invalid_argument("linear weight must be 2-D");
+    out = static_cast<int>(w.shape(0));
+    in = static_cast<int>(w.shape(1));
+    kp = padded(in);
+    if (scale.size() != out) throw std::invalid_argument("one weight scale per output row");
+    const int8_t* src = w.data();
+    weight = pack_weights(src, out, in, kp);
+    column_sum.assign(out, 0);
+    for (int n = 0; n < out; ++n)
+      for (int k = 0; k < in; ++k) column_sum[n] += src[static_cast<size_t>(n) * in + k];
+    inverse_scale.resize(out);
+    for (int n = 0; n < out; ++n) inverse_scale[n] = 1.0f / scale.data()[n];
+    if (!bias_or_none.is_none()) {
+      FloatArray b = bias_or_none.cast<FloatArray>();
+      if (b.size() != out) throw std::invalid_argument("linear bias size");
+      bias.assign(b.data(), b.data() + out);
+    }
+  }
+
+  // y [rows, out] = x [rows, in] W^T + b
+  void apply(const float* x, int rows, float* y, Scratch& s) const {
+    s.quantized.resize(static_cast<size_t>(rows) * kp);
+    s.inverse_scales.resize(rows);
+    for (int m = 0; m < rows; ++m) {
+      const float* row = x + static_cast<size_t>(m) * in;
+      float amax = 0.0f;
+#pragma omp simd reduction(max : amax)
+      for (int k = 0; k < in; ++k) amax = std::max(amax, std::fabs(row[k]));
+      const float scale = amax > 0.0f ? 127.0f / amax : 1.0f;
+      uint8_t* q = s.quantized.data() + static_cast<size_t>(m) * kp;
+#pragma omp simd
+      for (int k = 0; k < in; ++k) {
+        const int v = static_cast<int>(std::lrint(row[k] * scale));  // to nearest, ties even
+        q[k] = static_cast<uint8_t>(std::max(-127, std::min(127, v)) + 128);
+      }
+      std::memset(q + in, 128, kp - in);
+      s.inverse_scales[m] = 1.0f / scale;
+    }
+    const Epilogue e{column_sum.data(), inverse_scale.data(), bias.empty() ? nullptr : bias.data(),
+                     s.inverse_scales.data()};
+    gemm(s.quantized.data(), rows, weight.data(), out, kp, e, y);
+  }
+};
+
+struct Norm {
+  std::vector<float> gamma, beta;
+  float eps = 1e-5f;
+  bool present() const { return !gamma.empty(); }
+  void apply(float* x, int rows, int depth) const {
+    for (int m = 0; m < rows; ++m) {
+      float* row = x + static_cast<size_t>(m) * depth;
+      float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+      for (int k = 0; k < depth; ++k) sum += row[k];
+      const float mu = sum / depth;
+      float squares = 0.0f;
+#pragma omp simd reduction(+ : squares)
+      for (int k = 0; k < depth; ++k) squares += (row[k] - mu) * (row[k] - mu);
+      const float inv = 1.0f / std::sqrt(squares / depth + eps);
+#pragma omp simd
+      for (int k = 0; k < depth; ++k) row[k] = (row[k] - mu) * inv * gamma[k] + beta[k];
+    }
+  }
+};
+
+template <typename F>
+inline void each(float* x, size_t n, F f) {
+#pragma omp simd
+  for (size_t i = 0; i < n; ++i) x[i] = f(x[i]);
+}
+
+inline void activate(float* x, size_t n, int code) {
+  switch (code) {
+    case 0: return each(x, n, [](float v) { return v > 0.0f ? v : 0.0f; });
+    case 1:
+      return each(x, n, [](float v) {
+        return 0.5f * v * (1.0f + std::tanh(0.7978845608f * (v + 0.044715f * v * v * v)));
+      });
+    case 2: return each(x, n, [](float v) { return v / (1.0f + std::exp(-v)); });
+    case 3:
+      return each(x, n, [](float v) { return 0.5f * v * (1.0f + std::erf(v * 0.70710678f)); });
+    case 4: return each(x, n, [](float v) { return v / (1.0f + std::exp(-1.702f * v)); });
+    case 5: return each(x, n, [](float v) { return std::tanh(v); });
+    default: return each(x, n, [](float v) { return 1.0f / (1.0f + std::exp(-v)); });
+  }
+}
+
+// softmax(q . keys) . values over `length` positions of one head; key/value of position j at
+// key(j) / value(j).
+template <typename KeyAt, typename ValueAt>
+inline void attend(const float* q, int length, int head_dim, KeyAt key, ValueAt value, float* out,
+                   std::vector<float>& weights) {
+  std::fill(out, out + head_dim, 0.0f);
+  if (length == 0) return;  // nothing to attend to (an empty source)
+  weights.resize(length);
+  float top = -std::numeric_limits<float>::infinity();
+  for (int j = 0; j < length; ++j) {
+    weights[j] = dot(q, key(j), head_dim);
+    top = std::max(top, weights[j]);
+  }
+  float total = 0.0f;
+  for (int j = 0; j < length; ++j) {
+    weights[j] = std::exp(weights[j] - top);
+    total += weights[j];
+  }
+  for (int j = 0; j < length; ++j) {
+    const float w = weights[j] / total;
+    const float* v = value(j);
+#pragma omp simd
+    for (int d = 0; d < head_dim; ++d) out[d] += w * v[d];
+  }
+}
+
+}  // namespace tm_guide_fused

@@ -1,0 +1,358 @@
+// The Transformer: weights from model.bin, the encoder pass and the incremental decoder step.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "layers.h"
+
+namespace tm_guide_fused {
+
+struct DecoderLayer {
+  Linear self_qkv, self_out, cross_q, cross_out, ffn_inner, ffn_outer, cross_kv;
+  Norm self_norm, cross_norm, ffn_norm;
+};
+
+struct EncoderLayer {
+  Linear qkv, out, ffn_inner, ffn_outer;
+  Norm self_norm, ffn_norm;
+};
+
+struct Stack {
+  std::vector<float> embeddings;  // [vocab, depth]
+  std::vector<float> positions;   // [max positions, depth]
+  int max_positions = 0;
+  float embedding_scale = 1.0f;
+  Norm embedding_norm, final_norm;
+};
+
+// One sentence's cross-attention keys and values per decoder layer, [time, depth] each.
+struct Encoded {
+  int length = 0;
+  std::vector<std::vector<float>> keys, values;
+};
+
+struct StepProvider {
+  virtual ~StepProvider() = default;
+  // Log-probabilities [rows, vocab]; parents == nullptr on the first step.
+  virtual float* step(const int* parents, const std::vector<int>& row_sentences,
+                      const std::vector<int>& last_ids, bool mask_end) = 0;
+};
+
+class Model {
+ public:
+  int depth = 0, heads = 0, head_dim = 0, vocab = 0, activation = 0;
+  bool pre_norm = false, start_from_zero = false;
+  Stack encoder, decoder;
+  std::vector<EncoderLayer> encoder_layers;
+  std::vector<DecoderLayer> decoder_layers;
+  Linear projection;
+
+  Model(py::dict config, py::dict weights) {
+    depth = config["depth"].cast<int>();
+    heads = config["heads"].cast<int>();
+    head_dim = depth / heads;
+    activation = config["activation"].cast<int>();
+    pre_norm = config["pre_norm"].cast<bool>();
+    start_from_zero = config["start_from_zero"].cast<bool>();
+    const float eps = config["eps"].cast<float>();
+    const int n_encoder = config["encoder_layers"].cast<int>();
+    const int n_decoder = config["decoder_layers"].cast<int>();
+    auto floats = [&](const std::string& key) {
+      FloatArray a = weights[py::str(key)].cast<FloatArray>();
+      return std::vector<float>(a.data(), a.data() + a.size());
+    };
+    auto has = [&](const std::string& key) { return weights.contains(py::str(key)); };
+    auto linear = [&](const std::string& key) {
+      py::object bias = py::none();
+      if (has(key + "/bias")) bias = weights[py::str(key + "/bias")];
+      return Linear(weights[py::str(key + "/weight")].cast<Int8Array>(),
+                    weights[py::str(key + "/weight_scale")].cast<FloatArray>(), bias);
+    };
+    auto norm = [&](const std::string& key) {
+      Norm n;
+      n.eps = eps;
+      if (has(key + "/gamma")) {
+        n.gamma = floats(key + "/gamma");
+        n.beta = floats(key + "/beta");
+      }
+      return n;
+    };
+    auto stack = [&](const std::string& scope) {
+      Stack s;
+      s.embeddings = floats(scope + "/embeddings");
+      s.positions = floats(scope + "/positions");
+      s.max_positions = static_cast<int>(s.positions.size() / depth);
+      s.embedding_scale = config[py::str(scope + "_embedding_scale")].cast<float>();
+      s.embedding_norm = norm(scope + "/layernorm_embedding");
+      s.final_norm = norm(scope + "/layer_norm");
+      return s;
+    };
+    encoder = stack("encoder");
+    decoder = stack("decoder");
+    vocab = static_cast<int>(decoder.embeddings.size() / depth);
+    for (int i = 0; i < n_encoder; ++i) {
+      const std::string p = "encoder/layer_" + std::to_string(i);
+      EncoderLayer l;
+      l.qkv = linear(p + "/self_attention/linear_0");
+      l.out = linear(p + "/self_attention/linear_1");
+      l.self_norm = norm(p + "/self_attention/layer_norm");
+      l.ffn_inner = linear(p + "/ffn/linear_0");
+      l.ffn_outer = linear(p + "/ffn/linear_1");
+      l.ffn_norm = norm(p + "/ffn/layer_norm");
+      encoder_layers.push_back(std::move(l));
+    }
+    for (int i = 0; i < n_decoder; ++i) {
+      const std::string p = "decoder/layer_" + std::to_string(i);
+      DecoderLayer l;
+      l.self_qkv = linear(p + "/self_attention/linear_0");
+      l.self_out = linear(p + "/self_attention/linear_1");
+      l.self_norm = norm(p + "/self_attention/layer_norm");
+      l.cross_q = linear(p + "/attention/linear_0");
+      l.cross_kv = linear(p + "/attention/linear_1");
+      l.cross_out = linear(p + "/attention/linear_2");
+      l.cross_norm = norm(p + "/attention/layer_norm");
+      l.ffn_inner = linear(p + "/ffn/linear_0");
+      l.ffn_outer = linear(p + "/ffn/linear_1");
+      l.ffn_norm = norm(p + "/ffn/layer_norm");
+      decoder_layers.push_back(std::move(l));
+    }
+    projection = linear("decoder/projection");
+    if (projection.out != vocab) throw std::invalid_argument("projection size != vocabulary");
+  }
+
+  // x = x + h (pre-norm) or norm(x + h) (post-norm)
+  void residual(float* x, const float* h, int rows, const Norm& n) const {
+    const size_t count = static_cast<size_t>(rows) * depth;
+    for (size_t i = 0; i < count; ++i) x[i] += h[i];
+    if (!pre_norm) n.apply(x, rows, depth);
+  }
+
+  // The sublayer input: norm(x) before the sublayer (pre-norm), else x itself.
+  const float* sublayer_input(const float* x, int rows, const Norm& n,
+                              std::vector<float>& buffer) const {
+    if (!pre_norm) return x;
+    buffer.assign(x, x + static_cast<size_t>(rows) * depth);
+    n.apply(buffer.data(), rows, depth);
+    return buffer.data();
+  }
+
+  std::vector<Encoded> encode(const std::vector<std::vector<int>>& sources) const {
+    std::vector<Encoded> result(sources.size());
+    Scratch s;
+    std::vector<float> x, h, qkv, att, inner, normed, weights_buf, kv;
+    for (size_t b = 0; b < sources.size(); ++b) {
+      const auto& ids = sources[b];
+      const int time = static_cast<int>(ids.size());
+      if (time > encoder.max_positions)
+        throw std::length_error("source of " + std::to_string(time) +
+                                " positions exceeds the model's " +
+                                std::to_string(encoder.max_positions) + " position encodings");
+      x.assign(static_cast<size_t>(time) * depth, 0.0f);
+      for (int t = 0; t < time; ++t) {
+        const float* e = encoder.embeddings.data() + static_cast<size_t>(ids[t]) * depth;
+        const float* p = encoder.positions.data() + static_cast<size_t>(t) * depth;
+        for (int d = 0; d < depth; ++d)
+          x[static_cast<size_t>(t) * depth + d] = e[d] * encoder.embedding_scale + p[d];
+      }
+      if (encoder.embedding_norm.present()) encoder.embedding_norm.apply(x.data(), time, depth);
+      const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+      for (const auto& layer : encoder_layers) {
+        qkv.resize(static_cast<size_t>(time) * 3 * depth);
+        layer.qkv.apply(sublayer_input(x.data(), time, layer.self_norm, normed), time, qkv.data(),
+                        s);
+        att.assign(static_cast<size_t>(time) * depth, 0.0f);
+        std::vector<float> q(head_dim);
+        for (int t = 0; t < time; ++t) {
+          for (int hh = 0; hh < heads; ++hh) {
+            const float* qsrc = qkv.data() + static_cast<size_t>(t) * 3 * depth + hh * head_dim;
+            for (int d = 0; d < head_dim; ++d) q[d] = qsrc[d] * scale;
+            attend(
+                q.data(), time, head_dim,
+                [&](int j) {
+                  return qkv.data() + static_cast<size_t>(j) * 3 * depth + depth + hh * head_dim;
+                },
+                [&](int j) {
+                  return qkv.data() + static_cast<size_t>(j) * 3 * depth + 2 * depth +
+                         hh * head_dim;
+                },
+                att.data() + static_cast<size_t>(t) * depth + hh * head_dim, weights_buf);
+          }
+        }
+        h.resize(static_cast<size_t>(time) * depth);
+        layer.out.apply(att.data(), time, h.data(), s);
+        residual(x.data(), h.data(), time, layer.self_norm);
+        inner.resize(static_cast<size_t>(time) * layer.ffn_inner.out);
+        layer.ffn_inner.apply(sublayer_input(x.data(), time, layer.ffn_norm, normed), time,
+                              inner.data(), s);
+        activate(inner.data(), inner.size(), activation);
+        layer.ffn_outer.apply(inner.data(), time, h.data(), s);
+        residual(x.data(), h.data(), time, layer.ffn_norm);
+      }
+      if (encoder.final_norm.present()) encoder.final_norm.apply(x.data(), time, depth);
+      Encoded& e = result[b];
+      e.length = time;
+      for (const auto& layer : decoder_layers) {
+        kv.resize(static_cast<size_t>(time) * 2 * depth);
+        layer.cross_kv.apply(x.data(), time, kv.data(), s);
+        std::vector<float> keys(static_cast<size_t>(time) * depth), values(keys.size());
+        for (int t = 0; t < time; ++t) {
+          std::memcpy(keys.data() + static_cast<size_t>(t) * depth,
+                      kv.data() + static_cast<size_t>(t) * 2 * depth, depth * sizeof(float));
+          std::memcpy(values.data() + static_cast<size_t>(t) * depth,
+                      kv.data() + static_cast<size_t>(t) * 2 * depth + depth,
+                      depth * sizeof(float));
+        }
+        e.keys.push_back(std::move(keys));
+        e.values.push_back(std::move(values));
+      }
+    }
+    return result;
+  }
+};
+
+// The decoder's state over a search: the encoded sentences and the self-attention keys and
+// values of every step. Step t's keys/values are stored once, in that step's row order; a row's
+// ancestor at each earlier step is kept instead of reordering the cache.
+class Decoding : public StepProvider {
+ public:
+  Decoding(const Model& model, std::vector<Encoded> encoded)
+      : m_(model),
+        encoded_(std::move(encoded)),
+        keys_(model.decoder_layers.size()),
+        values_(model.decoder_layers.size()) {}
+
+  float* step(const int* parents, const std::vector<int>& row_sentences,
+              const std::vector<int>& last_ids, bool mask_end) override {
+    const int rows = static_cast<int>(row_sentences.size());
+    const int depth = m_.depth, hd = m_.head_dim;
+    const int t = step_;
+    if (t >= m_.decoder.max_positions)
+      throw std::length_error("output of " + std::to_string(t + 1) +
+                              " positions exceeds the model's " +
+                              std::to_string(m_.decoder.max_positions) + " position encodings");
+    // ancestors: ancestors_[tau][r] is the row of step tau that row r descends from
+    for (auto& level : ancestors_) {
+      std::vector<int> moved(rows);
+      for (int r = 0; r < rows; ++r) moved[r] = level[parents[r]];
+      level.swap(moved);
+    }
+    std::vector<int> own(rows);
+    for (int r = 0; r < rows; ++r) own[r] = r;
+    ancestors_.push_back(std::move(own));
+
+    x_.resize(static_cast<size_t>(rows) * depth);
+    const float* pos = m_.decoder.positions.data() + static_cast<size_t>(t) * depth;
+    for (int r = 0; r < rows; ++r) {
+      float* row = x_.data() + static_cast<size_t>(r) * depth;
+      if (t == 0 && m_.start_from_zero) {
+        std::memcpy(row, pos, depth * sizeof(float));
+      } else {
+        const float* e = m_.decoder.embeddings.data() + static_cast<size_t>(last_ids[r]) * depth;
+        for (int d = 0; d < depth; ++d) row[d] = e[d] * m_.decoder.embedding_scale + pos[d];
+      }
+    }
+    if (m_.decoder.embedding_norm.present())
+      m_.decoder.embedding_norm.apply(x_.data(), rows, depth);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    std::vector<float> q(hd);
+    for (size_t li = 0; li < m_.decoder_layers.size(); ++li) {
+      const DecoderLayer& layer = m_.decoder_layers[li];
+      qkv_.resize(static_cast<size_t>(rows) * 3 * depth);
+      layer.self_qkv.apply(m_.sublayer_input(x_.data(), rows, layer.self_norm, normed_), rows,
+                           qkv_.data(), s_);
+      std::vector<float> k(static_cast<size_t>(rows) * depth), v(k.size());
+      for (int r = 0; r < rows; ++r) {
+        std::memcpy(k.data() + static_cast<size_t>(r) * depth,
+                    qkv_.data() + static_cast<size_t>(r) * 3 * depth + depth,
+                    depth * sizeof(float));
+        std::memcpy(v.data() + static_cast<size_t>(r) * depth,
+                    qkv_.data() + static_cast<size_t>(r) * 3 * depth + 2 * depth,
+                    depth * sizeof(float));
+      }
+      keys_[li].push_back(std::move(k));
+      values_[li].push_back(std::move(v));
+      const auto& layer_keys = keys_[li];
+      const auto& layer_values = values_[li];
+      att_.assign(static_cast<size_t>(rows) * depth, 0.0f);
+      for (int r = 0; r < rows; ++r) {
+        for (int h = 0; h < m_.heads; ++h) {
+          const float* qsrc = qkv_.data() + static_cast<size_t>(r) * 3 * depth + h * hd;
+          for (int d = 0; d < hd; ++d) q[d] = qsrc[d] * scale;
+          const int offset = h * hd;
+          attend(
+              q.data(), t + 1, hd,
+              [&](int j) {
+                return layer_keys[j].data() + static_cast<size_t>(ancestors_[j][r]) * depth +
+                       offset;
+              },
+              [&](int j) {
+                return layer_values[j].data() + static_cast<size_t>(ancestors_[j][r]) * depth +
+                       offset;
+              },
+              att_.data() + static_cast<size_t>(r) * depth + offset, weights_);
+        }
+      }
+      h_.resize(static_cast<size_t>(rows) * depth);
+      layer.self_out.apply(att_.data(), rows, h_.data(), s_);
+      m_.residual(x_.data(), h_.data(), rows, layer.self_norm);
+      // cross-attention
+      cq_.resize(static_cast<size_t>(rows) * depth);
+      layer.cross_q.apply(m_.sublayer_input(x_.data(), rows, layer.cross_norm, normed_), rows,
+                          cq_.data(), s_);
+      for (int r = 0; r < rows; ++r) {
+        const Encoded& e = encoded_[row_sentences[r]];
+        const float* ek = e.keys[li].data();
+        const float* ev = e.values[li].data();
+        for (int h = 0; h < m_.heads; ++h) {
+          const int offset = h * hd;
+          const float* qsrc = cq_.data() + static_cast<size_t>(r) * depth + offset;
+          for (int d = 0; d < hd; ++d) q[d] = qsrc[d] * scale;
+          attend(
+              q.data(), e.length, hd,
+              [&](int j) { return ek + static_cast<size_t>(j) * depth + offset; },
+              [&](int j) { return ev + static_cast<size_t>(j) * depth + offset; },
+              att_.data() + static_cast<size_t>(r) * depth + offset, weights_);
+        }
+      }
+      layer.cross_out.apply(att_.data(), rows, h_.data(), s_);
+      m_.residual(x_.data(), h_.data(), rows, layer.cross_norm);
+      // feed-forward
+      inner_.resize(static_cast<size_t>(rows) * layer.ffn_inner.out);
+      layer.ffn_inner.apply(m_.sublayer_input(x_.data(), rows, layer.ffn_norm, normed_), rows,
+                            inner_.data(), s_);
+      activate(inner_.data(), inner_.size(), m_.activation);
+      layer.ffn_outer.apply(inner_.data(), rows, h_.data(), s_);
+      m_.residual(x_.data(), h_.data(), rows, layer.ffn_norm);
+    }
+    if (m_.decoder.final_norm.present()) m_.decoder.final_norm.apply(x_.data(), rows, depth);
+    const int vocab = m_.vocab;
+    logits_.resize(static_cast<size_t>(rows) * vocab);
+    m_.projection.apply(x_.data(), rows, logits_.data(), s_);
+    for (int r = 0; r < rows; ++r) {
+      float* row = logits_.data() + static_cast<size_t>(r) * vocab;
+      if (mask_end) row[end_id] = -std::numeric_limits<float>::infinity();
+      const float top = max_of(row, vocab);
+      const float shift = top + std::log(sum_exp(row, vocab, top));
+#pragma omp simd
+      for (int i = 0; i < vocab; ++i) row[i] -= shift;
+    }
+    ++step_;
+    return logits_.data();
+  }
+
+  int end_id = 0;
+
+ private:
+  const Model& m_;
+  std::vector<Encoded> encoded_;
+  std::vector<std::vector<std::vector<float>>> keys_, values_;  // [layer][step] -> [rows, depth]
+  std::vector<std::vector<int>> ancestors_;
+  int step_ = 0;
+  Scratch s_;
+  std::vector<float> x_, qkv_, att_, h_, cq_, inner_, logits_, normed_, weights_;
+};
+
+}  // namespace tm_guide_fused

@@ -1,0 +1,271 @@
+// The guided beam search: tm_guide/decoding/search.py's beam_search, rule for rule.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "kernels.h"
+#include "model.h"
+#include "rewards.h"
+
+namespace tm_guide_fused {
+
+struct SearchConfig {
+  int beam = 5;
+  int max_closed = 5;
+  bool early_exit = false;
+  int num_hypotheses = 1;
+  int min_length = 1;
+  double lam = 0.0;
+  bool reward_repeats = true;
+  int vocab = 0;
+  int start_id = 0;
+  int end_id = 0;
+};
+
+struct Closed {
+  float raw_score;
+  std::vector<int> tokens;
+  double log_prob;
+  double reward;
+  int length;
+};
+
+struct Candidate {
+  float score;
+  int64_t flat;  // local row * vocab + token
+};
+
+// Puts (total, flat) into `best` (at most k, best first; equal totals keep the earlier flat
+// index first, and candidates come in increasing flat order).
+inline void offer(std::vector<Candidate>& best, int k, float total, int64_t flat) {
+  auto at = std::upper_bound(best.begin(), best.end(), total,
+                             [](float v, const Candidate& c) { return v > c.score; });
+  best.insert(at, Candidate{total, flat});
+  if (static_cast<int>(best.size()) > k) best.pop_back();
+}
+
+#ifdef TMG_X86
+// Whether any of 16 totals beats the threshold, as a bit mask.
+__attribute__((target("avx512f"))) static uint32_t above16(const float* row, float base,
+                                                           float threshold) {
+  const __m512 totals = _mm512_add_ps(_mm512_set1_ps(base), _mm512_loadu_ps(row));
+  return _mm512_cmp_ps_mask(totals, _mm512_set1_ps(threshold), _CMP_GT_OQ);
+}
+#endif
+
+// The k best (row, token) of a group of rows by cum[row] + values[row, token]; ties: lower flat
+// index first (search.top_candidates). Once k are held, only totals above the k-th are looked
+// at, 16 at a time.
+inline void top_k(const float* values, const float* cum, int rows, int vocab, int k,
+                  std::vector<Candidate>& best) {
+  best.clear();
+  for (int r = 0; r < rows; ++r) {
+    const float* row = values + static_cast<size_t>(r) * vocab;
+    const float base = cum[r];
+    const int64_t first = static_cast<int64_t>(r) * vocab;
+    int u = 0;
+    for (; u < vocab && static_cast<int>(best.size()) < k; ++u)
+      offer(best, k, base + row[u], first + u);
+#ifdef TMG_X86
+    if (use_vnni) {
+      for (; u + 16 <= vocab; u += 16) {
+        uint32_t hits = above16(row + u, base, best.back().score);
+        while (hits) {
+          const int j = __builtin_ctz(hits);
+          hits &= hits - 1;
+          const float total = base + row[u + j];
+          if (total > best.back().score) offer(best, k, total, first + u + j);
+        }
+      }
+    }
+#endif
+    for (; u < vocab; ++u) {
+      const float total = base + row[u];
+      if (total > best.back().score) offer(best, k, total, first + u);
+    }
+  }
+}
+
+inline std::vector<std::vector<Closed>> run_search(StepProvider& provider, int batch,
+                                                   const std::vector<int>& caps,
+                                                   const SearchConfig& cfg,
+                                                   const std::vector<const RewardTable*>& rewards) {
+  const int vocab = cfg.vocab, beam = cfg.beam, num_candidates = 2 * beam;
+  const bool use_reward =
+      cfg.lam != 0.0 && std::any_of(rewards.begin(), rewards.end(), [](auto* t) { return t; });
+  const bool track_used = use_reward && !cfg.reward_repeats;
+  int longest = 0;
+  for (int c : caps) longest = std::max(longest, c);
+
+  std::vector<int> live(batch);
+  for (int i = 0; i < batch; ++i) live[i] = i;
+  int rows_per = 1;
+  std::vector<int> parents;
+  std::vector<int> last_ids(batch, cfg.start_id);
+  std::vector<float> cum_score(batch, 0.0f), cum_logp(batch, 0.0f);
+  std::vector<double> cum_reward(batch, 0.0);
+  std::vector<std::vector<int>> sequences(batch);
+  std::vector<std::vector<int>> used(batch);  // sorted piece ids
+  std::vector<std::vector<Closed>> closed(batch);
+  std::vector<char> top_closed(batch, 0), done_sentence(batch, 0);
+
+  // per row: (token, lambda * reward as float32) of this step
+  std::vector<std::vector<std::pair<int, float>>> step_rewards;
+  std::vector<std::pair<int, float>> saved;  // (flat index, original log-prob)
+  std::vector<double> sums;
+  std::vector<Candidate> best;
+
+  for (int step = 0; step < longest; ++step) {
+    const int rows = static_cast<int>(live.size()) * rows_per;
+    std::vector<int> row_sentences(rows);
+    for (int r = 0; r < rows; ++r) row_sentences[r] = live[r / rows_per];
+    float* log_probs = provider.step(step == 0 ? nullptr : parents.data(), row_sentences, last_ids,
+                                     step < cfg.min_length);
+    step_rewards.assign(use_reward ? rows : 0, {});
+    saved.clear();
+    if (use_reward) {
+      for (int r = 0; r < rows; ++r) {
+        const RewardTable* table = rewards[row_sentences[r]];
+        if (!table) continue;
+        const auto& history = sequences[r];
+        const int width = table->max_n() - 1;
+        const int tail = std::min<int>(width, static_cast<int>(history.size()));
+        const int* end = history.data() + history.size();
+        sums.assign(table->rewarded().size(), 0.0);
+        std::vector<char> touched(sums.size(), 0);
+        for (int n = 0; n <= tail; ++n) {
+          const auto* entries = table->after(end - n, n);
+          if (!entries) continue;
+          for (const auto& e : *entries) {
+            if (n && track_used && std::binary_search(used[r].begin(), used[r].end(), e.piece))
+              continue;
+            sums[e.slot] += e.score;
+            touched[e.slot] = 1;
+          }
+        }
+        auto& out = step_rewards[r];
+        for (size_t slot = 0; slot < sums.size(); ++slot) {
+          if (!touched[slot] || sums[slot] == 0.0) continue;
+          const float value = static_cast<float>(sums[slot] * cfg.lam);
+          const int token = table->rewarded()[slot];
+          out.emplace_back(token, value);
+          float& cell = log_probs[static_cast<size_t>(r) * vocab + token];
+          saved.emplace_back(static_cast<int>(static_cast<size_t>(r) * vocab + token), cell);
+          cell += value;
+        }
+      }
+    }
+    auto reward_of = [&](int row, int token) -> double {
+      if (!use_reward) return 0.0;
+      for (const auto& [t, v] : step_rewards[row])
+        if (t == token) return static_cast<double>(v);
+      return 0.0;
+    };
+
+    std::vector<std::vector<Candidate>> tops(live.size());
+    for (size_t g = 0; g < live.size(); ++g) {
+      const size_t first = g * rows_per;
+      top_k(log_probs + first * vocab, cum_score.data() + first, rows_per, vocab, num_candidates,
+            tops[g]);
+    }
+    for (const auto& [flat, value] : saved) log_probs[flat] = value;  // the model's own again
+
+    std::vector<int> next_rows, next_ids, still_live;
+    std::vector<float> next_score;
+    for (size_t g = 0; g < live.size(); ++g) {
+      const int sentence = live[g];
+      const bool is_last_step = step + 1 == caps[sentence];
+      const auto& cands = tops[g];
+      const int count = static_cast<int>(cands.size());
+      auto token_of = [&](int j) { return static_cast<int>(cands[j].flat % vocab); };
+      auto origin_of = [&](int j) {
+        return static_cast<int>(g * rows_per + cands[j].flat / vocab);
+      };
+      int secondary = beam;
+      std::vector<int> chosen;
+      for (int k = 0; k < beam && k < count; ++k) {
+        int pick = k;
+        const int token = token_of(k);
+        if (token == cfg.end_id || is_last_step) {
+          if (k == 0) top_closed[sentence] = 1;
+          const int origin = origin_of(k);
+          Closed c;
+          c.raw_score = cands[k].score;
+          c.tokens = sequences[origin];
+          if (token != cfg.end_id) c.tokens.push_back(token);
+          c.log_prob = static_cast<double>(cum_logp[origin] +
+                                           log_probs[static_cast<size_t>(origin) * vocab + token]);
+          c.reward = cum_reward[origin] + reward_of(origin, token);
+          c.length = static_cast<int>(sequences[origin].size()) + 1;
+          closed[sentence].push_back(std::move(c));
+          for (int j = secondary; j < count; ++j) {
+            if (token_of(j) != cfg.end_id) {
+              pick = j;
+              secondary = j + 1;
+              break;
+            }
+          }
+        }
+        chosen.push_back(pick);
+      }
+      bool done;
+      if (is_last_step) {
+        done = true;
+      } else if (cfg.early_exit) {
+        done =
+            top_closed[sentence] && static_cast<int>(closed[sentence].size()) >= cfg.num_hypotheses;
+      } else {
+        done = static_cast<int>(closed[sentence].size()) >= cfg.max_closed;
+      }
+      if (done) continue;
+      still_live.push_back(sentence);
+      for (int pick : chosen) {
+        next_rows.push_back(origin_of(pick));
+        next_ids.push_back(token_of(pick));
+        next_score.push_back(cands[pick].score);
+      }
+    }
+    if (still_live.empty()) break;
+    const size_t n_next = next_rows.size();
+    std::vector<float> new_logp(n_next);
+    std::vector<double> new_reward(n_next);
+    std::vector<std::vector<int>> new_sequences(n_next), new_used(track_used ? n_next : 0);
+    for (size_t i = 0; i < n_next; ++i) {
+      const int p = next_rows[i], t = next_ids[i];
+      new_logp[i] = cum_logp[p] + log_probs[static_cast<size_t>(p) * vocab + t];
+      new_reward[i] = cum_reward[p] + reward_of(p, t);
+      new_sequences[i] = sequences[p];
+      new_sequences[i].push_back(t);
+      if (track_used) {
+        new_used[i] = used[p];
+        const RewardTable* table = rewards[still_live[i / beam]];
+        if (table) {
+          const auto& h = new_sequences[i];
+          const int upto = std::min<int>(table->max_n(), static_cast<int>(h.size()));
+          for (int n = 2; n <= upto; ++n) {
+            const int piece = table->piece(h.data() + h.size() - n, n);
+            if (piece < 0) continue;
+            auto at = std::lower_bound(new_used[i].begin(), new_used[i].end(), piece);
+            if (at == new_used[i].end() || *at != piece) new_used[i].insert(at, piece);
+          }
+        }
+      }
+    }
+    parents = std::move(next_rows);
+    last_ids = std::move(next_ids);
+    cum_score = std::move(next_score);
+    cum_logp = std::move(new_logp);
+    cum_reward = std::move(new_reward);
+    sequences = std::move(new_sequences);
+    if (track_used) used = std::move(new_used);
+    live = std::move(still_live);
+    rows_per = beam;
+  }
+  return closed;
+}
+
+// A step provider that asks Python (tests: the compiled search over another engine's steps).
+
+}  // namespace tm_guide_fused
