@@ -8,7 +8,7 @@ import pytest
 from tm_guide.decoding.ct2_engine import CT2StepDecoder
 from tm_guide.decoding.rerank import rerank_search
 from tm_guide.decoding.rewards import PieceReward
-from tm_guide.decoding.search import SearchOptions, beam_search
+from tm_guide.decoding.search import SearchOptions, beam_search, python_beam_search
 
 torch = pytest.importorskip("torch")
 from tm_guide.decoding.torch_engine import TorchStepDecoder  # noqa: E402
@@ -99,7 +99,9 @@ def test_guided_torch_output_equals_guided_ct2_output(
     )
     rewards = _rewards_for(bundle, [o.hypotheses[-1] for o in alternatives])
     options = SearchOptions(beam_size=4, max_length=MAX_LENGTH, lam=lam, reward_repeats=repeats)
-    exact = beam_search(
+    # the reference engine through the Python search, the fast one through beam_search (the
+    # compiled search where it was built)
+    exact = python_beam_search(
         CT2StepDecoder(bundle.translator, bundle.vocabularies.target), inputs, options, rewards
     )
     fast = beam_search(torch_peaked, inputs, options, rewards)

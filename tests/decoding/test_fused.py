@@ -9,7 +9,7 @@ from tm_guide.config import BUNDLED_MODEL
 from tm_guide.decoding import fused_engine
 from tm_guide.decoding.ct2_engine import CT2StepDecoder
 from tm_guide.decoding.rewards import PieceReward
-from tm_guide.decoding.search import SearchOptions, _finalize, beam_search
+from tm_guide.decoding.search import SearchOptions, _finalize, beam_search, python_beam_search
 from tm_guide.errors import ModelError
 
 pytestmark = pytest.mark.skipif(
@@ -82,7 +82,7 @@ def test_compiled_search_equals_search_py_on_the_same_log_probs(peaked_bundle, s
     rewards[1] = None  # a sentence without pieces in a guided batch
     decoder = CT2StepDecoder(bundle.translator, bundle.vocabularies.target)
     caps = [MAX_LENGTH - (i % 3) * 4 for i in range(len(inputs))]
-    expected = beam_search(decoder, inputs, options, rewards, max_lengths=caps)
+    expected = python_beam_search(decoder, inputs, options, rewards, max_lengths=caps)
     closed = fused_engine.compiled_search(decoder, inputs, options, rewards, caps)
     found = [_finalize(sentence, options) for sentence in closed]
     assert found == expected

@@ -9,10 +9,16 @@ import pytest
 
 from tm_guide.decoding.ct2_engine import CT2StepDecoder
 from tm_guide.decoding.rewards import PieceReward
-from tm_guide.decoding.search import SearchOptions, beam_search
+from tm_guide.decoding.search import SearchOptions, beam_search, python_beam_search
 from tm_guide.errors import InvalidInput
 
 MAX_LENGTH = 16
+
+# beam_search runs the compiled search where it was built; python_beam_search is the reference
+# and the fallback. Both must keep the rules below.
+SEARCHES = pytest.mark.parametrize(
+    "search", [beam_search, python_beam_search], ids=["beam_search", "python"]
+)
 
 
 def _inputs(bundle, sentences):
@@ -30,15 +36,14 @@ def _tokens(bundle, hypothesis):
     return [bundle.vocabularies.target[i] for i in hypothesis.token_ids]
 
 
+@SEARCHES
 @pytest.mark.parametrize("beam", [1, 4])
 @pytest.mark.parametrize("bundle_name", ["tiny_bundle", "peaked_bundle"])
-def test_lambda_zero_reproduces_native_beam_search(request, bundle_name, beam, sentences):
+def test_lambda_zero_reproduces_native_beam_search(request, bundle_name, beam, sentences, search):
     bundle = request.getfixturevalue(bundle_name)
     inputs = _inputs(bundle, sentences)
     decoder = CT2StepDecoder(bundle.translator, bundle.vocabularies.target)
-    found = beam_search(
-        decoder, inputs, SearchOptions(beam_size=beam, max_length=MAX_LENGTH, lam=0)
-    )
+    found = search(decoder, inputs, SearchOptions(beam_size=beam, max_length=MAX_LENGTH, lam=0))
     for (tokens, score), hyps in zip(_native(bundle, inputs, beam), found, strict=True):
         assert _tokens(bundle, hyps[0]) == tokens
         assert hyps[0].score == pytest.approx(score, abs=1e-4)
@@ -76,19 +81,19 @@ def _save_the_document(bundle):
     return inputs, piece_tokens, ngrams, reward, decoder
 
 
-def test_large_lambda_puts_the_pieces_into_the_output(tiny_bundle):
+@SEARCHES
+def test_large_lambda_puts_the_pieces_into_the_output(tiny_bundle, search):
     bundle = tiny_bundle
     inputs, piece_tokens, ngrams, reward, decoder = _save_the_document(bundle)
-    plain = beam_search(decoder, inputs, SearchOptions(beam_size=4, max_length=24, lam=0), [reward])
-    guided = beam_search(
-        decoder, inputs, SearchOptions(beam_size=4, max_length=24, lam=5), [reward]
-    )
+    plain = search(decoder, inputs, SearchOptions(beam_size=4, max_length=24, lam=0), [reward])
+    guided = search(decoder, inputs, SearchOptions(beam_size=4, max_length=24, lam=5), [reward])
     assert not _contains(_tokens(bundle, plain[0][0]), piece_tokens)
     assert _contains(_tokens(bundle, guided[0][0]), piece_tokens)
     assert guided[0][0].reward > 0
 
 
-def test_reward_and_model_score_are_reported_apart(peaked_bundle):
+@SEARCHES
+def test_reward_and_model_score_are_reported_apart(peaked_bundle, search):
     bundle = peaked_bundle
     inputs = _inputs(bundle, ["Select a table cell, insert text and choose the font."])
     _, ngrams = _synthetic_pieces(bundle, "Tabelle Zelle Text einfügen", score=0.6)
@@ -97,7 +102,7 @@ def test_reward_and_model_score_are_reported_apart(peaked_bundle):
     )
     decoder = CT2StepDecoder(bundle.translator, bundle.vocabularies.target)
     # min_length=0: no </s> masking, so the log-probabilities are score_batch's.
-    best = beam_search(
+    best = search(
         decoder, inputs, SearchOptions(beam_size=3, max_length=20, min_length=0, lam=1.5), [reward]
     )[0][0]
     tokens = _tokens(bundle, best)
@@ -190,13 +195,14 @@ def _repeated_pieces(tokens, ngrams):
     return repeats
 
 
-def test_with_repeats_off_a_large_lambda_does_not_loop_on_pieces(tiny_bundle):
+@SEARCHES
+def test_with_repeats_off_a_large_lambda_does_not_loop_on_pieces(tiny_bundle, search):
     """The random-weight model runs to max_length, so eq. 10 with a large lambda fills the
     output with the pieces over and over; counted once, they are rewarded once."""
     bundle = tiny_bundle
     inputs, piece_tokens, ngrams, reward, decoder = _save_the_document(bundle)
     found = {
-        repeats: beam_search(
+        repeats: search(
             decoder,
             inputs,
             SearchOptions(beam_size=4, max_length=24, lam=5, reward_repeats=repeats),
@@ -214,7 +220,8 @@ def test_with_repeats_off_a_large_lambda_does_not_loop_on_pieces(tiny_bundle):
         )
 
 
-def test_each_sentence_is_capped_by_its_own_max_length(tiny_bundle, sentences):
+@SEARCHES
+def test_each_sentence_is_capped_by_its_own_max_length(tiny_bundle, sentences, search):
     """A batchmate's longer cap must not change a sentence's output, which is what the server's
     cross-request batches rely on: with per-sentence caps, each output is what the sentence
     gets alone under its cap."""
@@ -228,20 +235,21 @@ def test_each_sentence_is_capped_by_its_own_max_length(tiny_bundle, sentences):
     decoder = CT2StepDecoder(bundle.translator, bundle.vocabularies.target)
     options = SearchOptions(beam_size=3, max_length=MAX_LENGTH, lam=1.5)
     caps = [3, MAX_LENGTH]
-    together = beam_search(decoder, inputs, options, rewards, max_lengths=caps)
+    together = search(decoder, inputs, options, rewards, max_lengths=caps)
     for i, cap in enumerate(caps):
-        alone = beam_search(decoder, [inputs[i]], replace(options, max_length=cap), [rewards[i]])
+        alone = search(decoder, [inputs[i]], replace(options, max_length=cap), [rewards[i]])
         assert together[i][0].token_ids == alone[0][0].token_ids
         assert together[i][0].score == pytest.approx(alone[0][0].score, abs=1e-4)
     assert [len(t[0].token_ids) for t in together] == caps
 
 
-def test_per_sentence_caps_are_checked(peaked_bundle, sentences):
+@SEARCHES
+def test_per_sentence_caps_are_checked(peaked_bundle, sentences, search):
     bundle = peaked_bundle
     inputs = _inputs(bundle, sentences[:2])
     decoder = CT2StepDecoder(bundle.translator, bundle.vocabularies.target)
     options = SearchOptions(beam_size=2, max_length=MAX_LENGTH, lam=0)
     for caps in ([4], [4, 0]):
         with pytest.raises(InvalidInput) as failure:
-            beam_search(decoder, inputs, options, max_lengths=caps)
+            search(decoder, inputs, options, max_lengths=caps)
         assert failure.value.field == "max_lengths"

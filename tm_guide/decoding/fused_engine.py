@@ -49,6 +49,15 @@ def available() -> bool:
     return _fused is not None
 
 
+# The longest piece the compiled search takes (PieceReward's default, the paper's, is 4).
+MAX_PIECE_LENGTH = 8
+
+
+def supports(rewards: Sequence[PieceReward | None]) -> bool:
+    """Whether the compiled search takes these reward tables (pieces of at most 8 tokens)."""
+    return all(table is None or table.max_n <= MAX_PIECE_LENGTH for table in rewards)
+
+
 def kernel() -> str:
     """Which int8 kernel runs here: "avx512-vnni" or "portable"."""
     return str(_require().kernel())
@@ -96,6 +105,8 @@ class FusedDecoder(TargetVocabulary):
                     f"sequence of {len(sentence)} positions exceeds the model's "
                     f"{self.max_source_positions} position encodings"
                 )
+        if not supports(rewards):
+            raise ModelError(f"the fused engine takes pieces of at most {MAX_PIECE_LENGTH} tokens")
         tables = reward_tables(rewards, self.vocab_size)
         try:
             closed = self._model.search(

@@ -163,20 +163,62 @@ def beam_search(
 
     `max_lengths` caps each sentence's output on its own (each at most options.max_length), so
     that a sentence's output does not depend on the lengths of its batchmates; without it every
-    sentence gets options.max_length, as translate_batch's max_decoding_length."""
-    vocab_size = decoder.vocab_size
-    options.validate(vocab_size)
+    sentence gets options.max_length, as translate_batch's max_decoding_length.
+
+    An engine that runs the whole search (the fused engine) does so; over any other step decoder
+    the compiled search (tm_guide.decoding.fused_engine) runs where it was built, with the rules
+    of python_beam_search below bit for bit (the tests hold it to them) and none of Python's
+    per-step bookkeeping; else python_beam_search itself."""
     batch_size = len(sources)
+    options.validate(decoder.vocab_size)
     if batch_size == 0:
         return []
+    _check_rewards(rewards, batch_size)
+    caps = _sentence_caps(max_lengths, batch_size, options)
+    tables = rewards if rewards is not None else [None] * batch_size
+    if isinstance(decoder, WholeSearchDecoder):
+        found = decoder.run_search(sources, options, tables, caps.tolist())
+        return [_finalize(sentence, options) for sentence in found]
+    from tm_guide.decoding import fused_engine
+
+    if fused_engine.available() and fused_engine.supports(tables):
+        found = fused_engine.compiled_search(decoder, sources, options, tables, caps.tolist())
+        return [_finalize(sentence, options) for sentence in found]
+    return _search(decoder, sources, options, rewards, caps)
+
+
+def python_beam_search(
+    decoder: StepDecoder,
+    sources: Sequence[Sequence[str]],
+    options: SearchOptions,
+    rewards: Sequence[PieceReward | None] | None = None,
+    max_lengths: Sequence[int] | None = None,
+) -> list[list[Hypothesis]]:
+    """beam_search in Python: the reference that the compiled search is tested against, and
+    what runs where it was not built."""
+    options.validate(decoder.vocab_size)
+    if not sources:
+        return []
+    _check_rewards(rewards, len(sources))
+    return _search(
+        decoder, sources, options, rewards, _sentence_caps(max_lengths, len(sources), options)
+    )
+
+
+def _check_rewards(rewards: Sequence[PieceReward | None] | None, batch_size: int) -> None:
     if rewards is not None and len(rewards) != batch_size:
         raise InvalidInput("one reward table per sentence is required", field="rewards")
-    caps = _sentence_caps(max_lengths, batch_size, options)
-    if isinstance(decoder, WholeSearchDecoder):
-        found = decoder.run_search(
-            sources, options, rewards if rewards is not None else [None] * batch_size, caps.tolist()
-        )
-        return [_finalize(sentence, options) for sentence in found]
+
+
+def _search(
+    decoder: StepDecoder,
+    sources: Sequence[Sequence[str]],
+    options: SearchOptions,
+    rewards: Sequence[PieceReward | None] | None,
+    caps: np.ndarray,
+) -> list[list[Hypothesis]]:
+    vocab_size = decoder.vocab_size
+    batch_size = len(sources)
     beam = options.beam_size
     num_candidates = 2 * beam
     max_closed = int(round(beam * options.patience))

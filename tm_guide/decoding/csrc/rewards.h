@@ -11,7 +11,7 @@
 namespace tm_guide_fused {
 
 struct Gram {
-  std::array<int32_t, 4> ids{-1, -1, -1, -1};
+  std::array<int32_t, 8> ids{-1, -1, -1, -1, -1, -1, -1, -1};
   bool operator==(const Gram& o) const { return ids == o.ids; }
 };
 struct GramHash {
@@ -38,7 +38,7 @@ class RewardTable {
 
   RewardTable(const std::vector<std::pair<std::vector<int>, double>>& ngrams, int max_n, int vocab)
       : max_n_(max_n) {
-    if (max_n < 1 || max_n > 4) throw std::invalid_argument("max_n must be 1..4");
+    if (max_n < 1 || max_n > 8) throw std::invalid_argument("max_n must be 1..8");
     for (const auto& item : ngrams) {
       if (item.first.empty()) throw std::invalid_argument("empty n-gram");
       for (int id : item.first)
