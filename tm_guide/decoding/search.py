@@ -169,13 +169,10 @@ def beam_search(
     the compiled search (tm_guide.decoding.fused_engine) runs where it was built, with the rules
     of python_beam_search below bit for bit (the tests hold it to them) and none of Python's
     per-step bookkeeping; else python_beam_search itself."""
-    batch_size = len(sources)
-    options.validate(decoder.vocab_size)
-    if batch_size == 0:
+    caps = _checked_caps(decoder, sources, options, rewards, max_lengths)
+    if caps is None:
         return []
-    _check_rewards(rewards, batch_size)
-    caps = _sentence_caps(max_lengths, batch_size, options)
-    tables = rewards if rewards is not None else [None] * batch_size
+    tables = rewards if rewards is not None else [None] * len(sources)
     if isinstance(decoder, WholeSearchDecoder):
         found = decoder.run_search(sources, options, tables, caps.tolist())
         return [_finalize(sentence, options) for sentence in found]
@@ -196,18 +193,24 @@ def python_beam_search(
 ) -> list[list[Hypothesis]]:
     """beam_search in Python: the reference that the compiled search is tested against, and
     what runs where it was not built."""
+    caps = _checked_caps(decoder, sources, options, rewards, max_lengths)
+    return [] if caps is None else _search(decoder, sources, options, rewards, caps)
+
+
+def _checked_caps(
+    decoder: StepDecoder | WholeSearchDecoder,
+    sources: Sequence[Sequence[str]],
+    options: SearchOptions,
+    rewards: Sequence[PieceReward | None] | None,
+    max_lengths: Sequence[int] | None,
+) -> np.ndarray | None:
+    """Each sentence's output cap, once the arguments are checked; None for an empty batch."""
     options.validate(decoder.vocab_size)
     if not sources:
-        return []
-    _check_rewards(rewards, len(sources))
-    return _search(
-        decoder, sources, options, rewards, _sentence_caps(max_lengths, len(sources), options)
-    )
-
-
-def _check_rewards(rewards: Sequence[PieceReward | None] | None, batch_size: int) -> None:
-    if rewards is not None and len(rewards) != batch_size:
+        return None
+    if rewards is not None and len(rewards) != len(sources):
         raise InvalidInput("one reward table per sentence is required", field="rewards")
+    return _sentence_caps(max_lengths, len(sources), options)
 
 
 def _search(
