@@ -37,8 +37,9 @@ class Compute:
     own request thread instead (no batching). `decoders` decoding threads take rounds from the
     same queue, so that on a machine with cores to spare one batch decodes while another runs.
 
-    `threads` is the intra-op thread count of both engines (PyTorch and CTranslate2); 0 means the
-    CPUs this process may run on. The default is 1: the decoding thread keeps one core and
+    `threads` is the intra-op thread count of the PyTorch and CTranslate2 engines; 0 means the
+    CPUs this process may run on. The fused engine (the default on CPU) runs each batch on one
+    core whatever it says; `decoders` is what gives it more cores. The default is 1: the decoding thread keeps one core and
     retrieval, pieces and writes of the request threads the others; and with 2 intra-op threads on
     2 cores that something else also uses (a training run), every PyTorch op waits for a
     descheduled sibling thread: measured 34 s instead of 1.1 s for one 30-token sentence.
@@ -102,7 +103,8 @@ class ServerConfig:
     TM_GUIDE_BATCH_MAX_SENTENCES  sentences decoded together at most (default 32; 1 = no batching)
     TM_GUIDE_BATCH_WAIT_MS        how long a lone request waits for others to batch with (5)
     TM_GUIDE_DECODERS             decoding threads per worker, each taking its own batches (1)
-    TM_GUIDE_COMPUTE_THREADS      intra-op threads of the engines (default 1; 0 = the usable CPUs)
+    TM_GUIDE_COMPUTE_THREADS      intra-op threads of the torch/ct2 engines (default 1; 0 = the
+                                  usable CPUs); the fused engine uses one core per decoder
     TM_GUIDE_ENGINE               decoding engine: auto (default), fused, torch, ct2 or rerank
     TM_GUIDE_LAMBDA               lambda of requests that leave it open (default: the model
                                   card's guided_lambda, else 1)
