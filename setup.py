@@ -12,7 +12,9 @@ from setuptools import setup
 # Vectorize for the CPU that builds it (the usual case: the machine that runs it). Set
 # TM_GUIDE_PORTABLE_BUILD=1 when building for other machines (a wheel, an image built elsewhere):
 # the int8 products still pick AVX-512 VNNI at run time where the CPU has it.
-flags = ["-O3", "-fno-math-errno", "-fopenmp-simd"]
+# -ffp-contract=off: a * b + c stays two roundings on every CPU, as the AVX-512 paths compute it,
+# so that the AVX-512 and portable kernels give the same bits.
+flags = ["-O3", "-fno-math-errno", "-fopenmp-simd", "-ffp-contract=off"]
 if os.environ.get("TM_GUIDE_PORTABLE_BUILD") != "1" and platform.machine() in ("x86_64", "AMD64"):
     flags.append("-march=native")
 

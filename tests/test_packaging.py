@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
 import sysconfig
 import tomllib
 from pathlib import Path
@@ -46,3 +47,29 @@ def test_the_compiled_engine_is_built_where_a_compiler_is() -> None:
     if shutil.which(compiler) is None:
         pytest.skip(f"no C++ compiler ({compiler}) on this machine")
     assert fused_engine.available(), "pip install did not build tm_guide.decoding._fused"
+
+
+def test_the_compiled_engine_builds_without_tuning_for_the_building_cpu(tmp_path: Path) -> None:
+    """TM_GUIDE_PORTABLE_BUILD=1 (images, wheels) drops -march=native: the AVX-512 functions must
+    still compile on their own target attributes."""
+    import pybind11
+
+    compiler = (sysconfig.get_config_var("CXX") or "c++").split()[0]
+    if shutil.which(compiler) is None:
+        pytest.skip(f"no C++ compiler ({compiler}) on this machine")
+    command = [
+        compiler,
+        "-std=c++17",
+        "-O0",
+        "-fopenmp-simd",
+        "-ffp-contract=off",
+        "-fPIC",
+        "-c",
+        f"-I{pybind11.get_include()}",
+        f"-I{sysconfig.get_paths()['include']}",
+        str(ROOT / "tm_guide" / "decoding" / "csrc" / "fused.cpp"),
+        "-o",
+        str(tmp_path / "fused.o"),
+    ]
+    built = subprocess.run(command, capture_output=True, text=True, check=False)
+    assert built.returncode == 0, built.stderr[-2000:]

@@ -148,6 +148,38 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) static void gemm_vnni(
   }
 }
 
+// exp(x - shift) for one value, by the same operations, in the same order, as each lane of
+// sum_exp_avx512 (no fused multiply-adds: the build does not contract a * b + c either), so
+// that both paths give the same bits. Range reduction by ln 2 in two parts, Cephes's
+// polynomial.
+inline float exp_shifted(float x, float shift) {
+  const float v = std::max(x - shift, -87.0f);
+  const float k = std::nearbyint(v * 1.44269504088896341f);
+  float r = v - k * 0.693359375f;
+  r = r - k * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * (r * r) + (r + 1.0f);
+  return std::ldexp(p, static_cast<int>(k));
+}
+
+// The sum of 16 partial sums, in one fixed order (the AVX-512 and portable paths both end here).
+inline float sum_lanes(const float* lanes) {
+  float half[8], quarter[4];
+  for (int i = 0; i < 8; ++i) half[i] = lanes[i] + lanes[i + 8];
+  for (int i = 0; i < 4; ++i) quarter[i] = half[i] + half[i + 4];
+  return (quarter[0] + quarter[2]) + (quarter[1] + quarter[3]);
+}
+
+// One Horner step, p * r + c, as exp_shifted takes it.
+__attribute__((target("avx512f"))) static __m512 step(__m512 p, __m512 r, float c) {
+  return _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(c));
+}
+
 // Sum of exp(x[i] - shift) over a row.
 __attribute__((target("avx512f"))) static float sum_exp_avx512(const float* x, int n, float shift) {
   const __m512 log2e = _mm512_set1_ps(1.44269504088896341f);
@@ -158,21 +190,24 @@ __attribute__((target("avx512f"))) static float sum_exp_avx512(const float* x, i
   __m512 total = _mm512_setzero_ps();
   int i = 0;
   for (; i + 16 <= n; i += 16) {
-    __m512 v = _mm512_max_ps(_mm512_sub_ps(_mm512_loadu_ps(x + i), vshift), lo);
-    __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(v, log2e), _MM_FROUND_TO_NEAREST_INT);
-    __m512 r = _mm512_fnmadd_ps(k, ln2_hi, v);
-    r = _mm512_fnmadd_ps(k, ln2_lo, r);
+    const __m512 v = _mm512_max_ps(_mm512_sub_ps(_mm512_loadu_ps(x + i), vshift), lo);
+    const __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(v, log2e), _MM_FROUND_TO_NEAREST_INT);
+    __m512 r = _mm512_sub_ps(v, _mm512_mul_ps(k, ln2_hi));
+    r = _mm512_sub_ps(r, _mm512_mul_ps(k, ln2_lo));
     __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    p = step(p, r, 1.3981999507e-3f);
+    p = step(p, r, 8.3334519073e-3f);
+    p = step(p, r, 4.1665795894e-2f);
+    p = step(p, r, 1.6666665459e-1f);
+    p = step(p, r, 5.0000001201e-1f);
+    p = _mm512_add_ps(_mm512_mul_ps(p, _mm512_mul_ps(r, r)),
+                      _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
     total = _mm512_add_ps(total, _mm512_scalef_ps(p, k));
   }
-  float sum = _mm512_reduce_add_ps(total);
-  for (; i < n; ++i) sum += std::exp(x[i] - shift);
+  float lanes[16];
+  _mm512_storeu_ps(lanes, total);
+  float sum = sum_lanes(lanes);
+  for (; i < n; ++i) sum += exp_shifted(x[i], shift);
   return sum;
 }
 #endif
@@ -189,23 +224,29 @@ inline float sum_exp(const float* x, int n, float shift) {
 #ifdef TMG_X86
   if (use_vnni) return sum_exp_avx512(x, n, shift);
 #endif
-  float sum = 0.0f;
-  for (int i = 0; i < n; ++i) sum += std::exp(x[i] - shift);
+  float lanes[16] = {};
+  int i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int l = 0; l < 16; ++l) lanes[l] += exp_shifted(x[i + l], shift);
+  float sum = sum_lanes(lanes);
+  for (; i < n; ++i) sum += exp_shifted(x[i], shift);
   return sum;
 }
 
 inline int padded(int k) { return (k + 63) / 64 * 64; }
 
-// Reductions: their summation order is fixed by the code, not by the batch, so a row's result
-// stays independent of its batchmates. `omp simd` (built with -fopenmp-simd) vectorizes the
-// simple loops; the two that GCC leaves scalar are written out for AVX-512.
+// Reductions: their summation order is fixed by the code, not by the batch or the CPU: 16 lanes
+// over the row, then sum_lanes, then the tail in order. A row's result therefore depends neither
+// on its batchmates nor on whether the AVX-512 or the portable path runs.
 #ifdef TMG_X86
 __attribute__((target("avx512f"))) static float dot_avx512(const float* a, const float* b, int n) {
   __m512 acc = _mm512_setzero_ps();
   int i = 0;
   for (; i + 16 <= n; i += 16)
-    acc = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), acc);
-  float sum = _mm512_reduce_add_ps(acc);
+    acc = _mm512_add_ps(acc, _mm512_mul_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i)));
+  float lanes[16];
+  _mm512_storeu_ps(lanes, acc);
+  float sum = sum_lanes(lanes);
   for (; i < n; ++i) sum += a[i] * b[i];
   return sum;
 }
@@ -224,9 +265,24 @@ inline float dot(const float* a, const float* b, int n) {
 #ifdef TMG_X86
   if (use_vnni) return dot_avx512(a, b, n);
 #endif
-  float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-  for (int i = 0; i < n; ++i) sum += a[i] * b[i];
+  float lanes[16] = {};
+  int i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int l = 0; l < 16; ++l) lanes[l] += a[i + l] * b[i + l];
+  float sum = sum_lanes(lanes);
+  for (; i < n; ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+// Sum of f(x[i]) over a row, in the same fixed order as dot.
+template <typename F>
+inline float sum_of(const float* x, int n, F f) {
+  float lanes[16] = {};
+  int i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int l = 0; l < 16; ++l) lanes[l] += f(x[i + l]);
+  float sum = sum_lanes(lanes);
+  for (; i < n; ++i) sum += f(x[i]);
   return sum;
 }
 

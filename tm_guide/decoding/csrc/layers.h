@@ -79,13 +79,8 @@ struct Norm {
   void apply(float* x, int rows, int depth) const {
     for (int m = 0; m < rows; ++m) {
       float* row = x + static_cast<size_t>(m) * depth;
-      float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-      for (int k = 0; k < depth; ++k) sum += row[k];
-      const float mu = sum / depth;
-      float squares = 0.0f;
-#pragma omp simd reduction(+ : squares)
-      for (int k = 0; k < depth; ++k) squares += (row[k] - mu) * (row[k] - mu);
+      const float mu = sum_of(row, depth, [](float v) { return v; }) / depth;
+      const float squares = sum_of(row, depth, [mu](float v) { return (v - mu) * (v - mu); });
       const float inv = 1.0f / std::sqrt(squares / depth + eps);
 #pragma omp simd
       for (int k = 0; k < depth; ++k) row[k] = (row[k] - mu) * inv * gamma[k] + beta[k];
