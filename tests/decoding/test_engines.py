@@ -7,7 +7,6 @@ import pytest
 
 from tm_guide.decoding.ct2_engine import CT2StepDecoder
 from tm_guide.decoding.rerank import rerank_search
-from tm_guide.decoding.rewards import PieceReward
 from tm_guide.decoding.search import SearchOptions, beam_search, python_beam_search
 
 torch = pytest.importorskip("torch")
@@ -15,12 +14,9 @@ from tm_guide.decoding.torch_engine import TorchStepDecoder  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
+from .helpers import TARGETS, int8_gaps, model_inputs, rewards_for  # noqa: E402
+
 MAX_LENGTH = 16
-TARGETS = ["Datei speichern.", "Öffnen Sie das Menü Tabelle Zelle Text.", "Hilfe"]
-
-
-def _inputs(bundle, sentences):
-    return [bundle.source_input(bundle.encode_source(s)) for s in sentences]
 
 
 def _teacher_forced(decoder, source, target_ids):
@@ -44,7 +40,7 @@ def test_torch_log_probs_equal_score_batch(request, bundle_name, sentences):
     bundle = request.getfixturevalue(bundle_name)
     decoder = TorchStepDecoder(bundle.path)
     index = {t: i for i, t in enumerate(bundle.vocabularies.target)}
-    inputs = _inputs(bundle, sentences[:3])
+    inputs = model_inputs(bundle, sentences[:3])
     targets = [bundle.encode_target(t) for t in TARGETS]
     expected = bundle.translator.score_batch(inputs, targets)
     for source, target, scored in zip(inputs, targets, expected, strict=True):
@@ -57,7 +53,7 @@ def test_torch_lambda_zero_reproduces_native_beam_search(
     peaked_bundle, torch_peaked, beam, sentences
 ):
     bundle = peaked_bundle
-    inputs = _inputs(bundle, sentences)
+    inputs = model_inputs(bundle, sentences)
     found = beam_search(
         torch_peaked, inputs, SearchOptions(beam_size=beam, max_length=MAX_LENGTH, lam=0)
     )
@@ -70,21 +66,7 @@ def test_torch_lambda_zero_reproduces_native_beam_search(
 
 
 def _rewards(bundle, texts, score=0.7):
-    return _rewards_for(bundle, [bundle.encode_target(text) for text in texts], score)
-
-
-def _rewards_for(bundle, token_lists, score=0.7):
-    index = {t: i for i, t in enumerate(bundle.vocabularies.target)}
-    rewards = []
-    for tokens in token_lists:
-        grams = {
-            tuple(tokens[s : s + n]): score
-            for s in range(len(tokens))
-            for n in range(1, 5)
-            if s + n <= len(tokens)
-        }
-        rewards.append(PieceReward.from_tokens(grams, index))
-    return rewards
+    return rewards_for(bundle, [bundle.encode_target(text) for text in texts], score)
 
 
 @pytest.mark.parametrize(("lam", "repeats"), [(0.5, True), (2.0, True), (2.0, False)])
@@ -92,12 +74,12 @@ def test_guided_torch_output_equals_guided_ct2_output(
     peaked_bundle, torch_peaked, sentences, lam, repeats
 ):
     bundle = peaked_bundle
-    inputs = _inputs(bundle, sentences[:4])
+    inputs = model_inputs(bundle, sentences[:4])
     # Pieces the model finds plausible (its 4th-best outputs), so the reward changes the search.
     alternatives = bundle.translator.translate_batch(
         inputs, beam_size=4, num_hypotheses=4, max_decoding_length=MAX_LENGTH
     )
-    rewards = _rewards_for(bundle, [o.hypotheses[-1] for o in alternatives])
+    rewards = rewards_for(bundle, [o.hypotheses[-1] for o in alternatives])
     options = SearchOptions(beam_size=4, max_length=MAX_LENGTH, lam=lam, reward_repeats=repeats)
     # the reference engine through the Python search, the fast one through beam_search (the
     # compiled search where it was built)
@@ -121,19 +103,13 @@ def test_torch_engine_on_int8_bundle_stays_close_to_ct2_int8(
     set by CTranslate2 itself: its float32 run of the same checkpoint differs from its int8 run
     by quantization noise (large on this perturbed fixture), and the torch engine must not be
     further from the int8 run than that."""
-    bundle = peaked_int8_bundle
-    decoder = TorchStepDecoder(bundle.path, quantize=quantize)
-    index = {t: i for i, t in enumerate(bundle.vocabularies.target)}
-    inputs = _inputs(bundle, sentences[:3])
-    targets = [bundle.encode_target(t) for t in TARGETS]
-    expected = bundle.translator.score_batch(inputs, targets)
-    float_run = peaked_bundle.translator.score_batch(inputs, targets)
-    gaps, own_gaps = [], []
-    for source, target, scored, floats in zip(inputs, targets, expected, float_run, strict=True):
-        mine = _teacher_forced(decoder, source, [index[t] for t in target])
-        gaps.append(float(np.mean(np.abs(mine - np.array(scored.log_probs)))))
-        own_gaps.append(float(np.mean(np.abs(np.array(floats.log_probs) - scored.log_probs))))
-    gap, own = float(np.mean(gaps)), float(np.mean(own_gaps))
+    decoder = TorchStepDecoder(peaked_int8_bundle.path, quantize=quantize)
+    gap, own = int8_gaps(
+        peaked_int8_bundle,
+        peaked_bundle,
+        sentences,
+        lambda source, target: _teacher_forced(decoder, source, target),
+    )
     print(
         f"quantize={quantize} mean |log-prob gap| {gap:.4f}, CTranslate2 float32 vs int8 {own:.4f}"
     )
@@ -154,7 +130,7 @@ def test_scripted_engine_equals_the_plain_functions(peaked_int8_bundle, sentence
     eager.model._step = decoder_step
     eager.model._encode = encoder_pass
     index = {t: i for i, t in enumerate(bundle.vocabularies.target)}
-    source = _inputs(bundle, sentences[:1])[0]
+    source = model_inputs(bundle, sentences[:1])[0]
     target = [index[t] for t in bundle.encode_target(TARGETS[1])]
     np.testing.assert_array_equal(
         _teacher_forced(scripted, source, target), _teacher_forced(eager, source, target)
@@ -163,7 +139,7 @@ def test_scripted_engine_equals_the_plain_functions(peaked_int8_bundle, sentence
 
 def test_rerank_returns_native_hypotheses_ranked_by_guided_score(peaked_bundle, sentences):
     bundle = peaked_bundle
-    inputs = _inputs(bundle, sentences[:4])
+    inputs = model_inputs(bundle, sentences[:4])
     rewards = _rewards(bundle, [*TARGETS, "Drucken"][:4])
     index = {t: i for i, t in enumerate(bundle.vocabularies.target)}
     options = SearchOptions(beam_size=4, max_length=MAX_LENGTH, lam=1.0, num_hypotheses=4)

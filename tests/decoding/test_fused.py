@@ -8,36 +8,16 @@ import pytest
 from tm_guide.config import BUNDLED_MODEL
 from tm_guide.decoding import fused_engine
 from tm_guide.decoding.ct2_engine import CT2StepDecoder
-from tm_guide.decoding.rewards import PieceReward
 from tm_guide.decoding.search import SearchOptions, _finalize, beam_search, python_beam_search
 from tm_guide.errors import ModelError
+
+from .helpers import TARGETS, int8_gaps, model_inputs, rewards_for
 
 pytestmark = pytest.mark.skipif(
     not fused_engine.available(), reason="the fused engine was not built (no C++ compiler)"
 )
 
 MAX_LENGTH = 16
-TARGETS = ["Datei speichern.", "Öffnen Sie das Menü Tabelle Zelle Text.", "Hilfe"]
-
-
-def _inputs(bundle, sentences):
-    return [bundle.source_input(bundle.encode_source(s)) for s in sentences]
-
-
-def _rewards_for(bundle, token_lists, score=0.7):
-    index = {t: i for i, t in enumerate(bundle.vocabularies.target)}
-    return [
-        PieceReward.from_tokens(
-            {
-                tuple(tokens[s : s + n]): score
-                for s in range(len(tokens))
-                for n in range(1, 5)
-                if s + n <= len(tokens)
-            },
-            index,
-        )
-        for tokens in token_lists
-    ]
 
 
 def _plausible_pieces(bundle, inputs):
@@ -45,7 +25,7 @@ def _plausible_pieces(bundle, inputs):
     alternatives = bundle.translator.translate_batch(
         inputs, beam_size=4, num_hypotheses=4, max_decoding_length=MAX_LENGTH
     )
-    return _rewards_for(bundle, [o.hypotheses[-1] for o in alternatives])
+    return rewards_for(bundle, [o.hypotheses[-1] for o in alternatives])
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +57,7 @@ def test_compiled_search_equals_search_py_on_the_same_log_probs(peaked_bundle, s
     """Fed CTranslate2's own log-probabilities, the compiled search keeps, closes and ranks
     exactly the hypotheses that search.py does: same tokens, bit-identical scores."""
     bundle = peaked_bundle
-    inputs = _inputs(bundle, sentences)
+    inputs = model_inputs(bundle, sentences)
     rewards = _plausible_pieces(bundle, inputs)
     rewards[1] = None  # a sentence without pieces in a guided batch
     decoder = CT2StepDecoder(bundle.translator, bundle.vocabularies.target)
@@ -96,18 +76,8 @@ def test_fused_log_probs_stay_as_close_to_ct2_int8_as_ct2_float_is(
     """Int8 weights are CTranslate2's and activations are quantized per row as it does: the
     log-probabilities are close to CTranslate2's int8 ones (its own float32 run of the same
     checkpoint sets the scale of quantization noise)."""
-    bundle = peaked_int8_bundle
-    index = {t: i for i, t in enumerate(bundle.vocabularies.target)}
-    inputs = _inputs(bundle, sentences[:3])
-    targets = [bundle.encode_target(t) for t in TARGETS]
-    expected = bundle.translator.score_batch(inputs, targets)
-    float_run = peaked_bundle.translator.score_batch(inputs, targets)
-    gaps, own_gaps = [], []
-    for source, target, scored, floats in zip(inputs, targets, expected, float_run, strict=True):
-        mine = fused_int8.score(source, [index[t] for t in target])
-        gaps.append(float(np.mean(np.abs(mine - np.array(scored.log_probs)))))
-        own_gaps.append(float(np.mean(np.abs(np.array(floats.log_probs) - scored.log_probs))))
-    assert np.mean(gaps) <= np.mean(own_gaps) + 0.05
+    gap, own = int8_gaps(peaked_int8_bundle, peaked_bundle, sentences, fused_int8.score)
+    assert gap <= own + 0.05
 
 
 def test_fused_log_probs_of_the_demo_model_match_ct2(demo_bundle):
@@ -115,7 +85,7 @@ def test_fused_log_probs_of_the_demo_model_match_ct2(demo_bundle):
     bundle = demo_bundle
     decoder = fused_engine.FusedDecoder(bundle.path)
     index = {t: i for i, t in enumerate(bundle.vocabularies.target)}
-    inputs = _inputs(bundle, ["Save the document.", "Choose Format - Cells."])
+    inputs = model_inputs(bundle, ["Save the document.", "Choose Format - Cells."])
     targets = [
         bundle.encode_target(t)
         for t in ["Speichern Sie das Dokument.", "Wählen Sie Format - Zellen."]
@@ -131,7 +101,7 @@ def test_fused_log_probs_of_the_demo_model_match_ct2(demo_bundle):
 def test_fused_lambda_zero_matches_native_beam_search_on_the_demo_model(demo_bundle, sentences):
     bundle = demo_bundle
     decoder = fused_engine.FusedDecoder(bundle.path)
-    inputs = _inputs(bundle, sentences)
+    inputs = model_inputs(bundle, sentences)
     found = beam_search(decoder, inputs, SearchOptions(beam_size=5, max_length=64, lam=0))
     native = bundle.translator.translate_batch(
         inputs, beam_size=5, max_decoding_length=64, return_scores=True
@@ -146,7 +116,7 @@ def test_a_sentence_gets_the_same_translation_alone_and_in_any_batch(
 ):
     """Activations are quantized per row, so batchmates change nothing, to the bit."""
     bundle = peaked_int8_bundle
-    inputs = _inputs(bundle, sentences)
+    inputs = model_inputs(bundle, sentences)
     rewards = _plausible_pieces(bundle, inputs)
     options = SearchOptions(beam_size=4, max_length=MAX_LENGTH, lam=1.0)
     together = beam_search(fused_int8, inputs, options, rewards)
@@ -171,7 +141,7 @@ def test_portable_kernels_give_the_vnni_kernels_results(request, bundle_name, se
     index = {t: i for i, t in enumerate(bundle.vocabularies.target)}
     pairs = [
         (source, [index[t] for t in bundle.encode_target(target)])
-        for source, target in zip(_inputs(bundle, sentences[:3]), TARGETS, strict=True)
+        for source, target in zip(model_inputs(bundle, sentences[:3]), TARGETS, strict=True)
     ]
     vnni = [decoder.score(source, target) for source, target in pairs]
     fused_engine._require().set_portable(True)
@@ -198,7 +168,7 @@ def test_the_reward_reported_is_the_reward_of_the_output(peaked_int8_bundle, fus
     """The compiled search sums lambda * D_X step by step; it must equal PieceReward's own sum
     along the output, under both reward rules."""
     bundle = peaked_int8_bundle
-    inputs = _inputs(bundle, sentences[:4])
+    inputs = model_inputs(bundle, sentences[:4])
     rewards = _plausible_pieces(bundle, inputs)
     for repeats in (True, False):
         options = SearchOptions(beam_size=4, max_length=MAX_LENGTH, lam=2.0, reward_repeats=repeats)

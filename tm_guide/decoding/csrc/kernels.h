@@ -175,6 +175,18 @@ inline float sum_lanes(const float* lanes) {
   return (quarter[0] + quarter[2]) + (quarter[1] + quarter[3]);
 }
 
+// Sum of term(i) for i < n in the fixed order: 16 lanes over the row, sum_lanes, then the tail.
+template <typename Term>
+inline float sum_in_lanes(int n, Term term) {
+  float lanes[16] = {};
+  int i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int l = 0; l < 16; ++l) lanes[l] += term(i + l);
+  float sum = sum_lanes(lanes);
+  for (; i < n; ++i) sum += term(i);
+  return sum;
+}
+
 // One Horner step, p * r + c, as exp_shifted takes it.
 __attribute__((target("avx512f"))) static __m512 step(__m512 p, __m512 r, float c) {
   return _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(c));
@@ -224,13 +236,7 @@ inline float sum_exp(const float* x, int n, float shift) {
 #ifdef TMG_X86
   if (use_vnni) return sum_exp_avx512(x, n, shift);
 #endif
-  float lanes[16] = {};
-  int i = 0;
-  for (; i + 16 <= n; i += 16)
-    for (int l = 0; l < 16; ++l) lanes[l] += exp_shifted(x[i + l], shift);
-  float sum = sum_lanes(lanes);
-  for (; i < n; ++i) sum += exp_shifted(x[i], shift);
-  return sum;
+  return sum_in_lanes(n, [&](int i) { return exp_shifted(x[i], shift); });
 }
 
 inline int padded(int k) { return (k + 63) / 64 * 64; }
@@ -265,25 +271,7 @@ inline float dot(const float* a, const float* b, int n) {
 #ifdef TMG_X86
   if (use_vnni) return dot_avx512(a, b, n);
 #endif
-  float lanes[16] = {};
-  int i = 0;
-  for (; i + 16 <= n; i += 16)
-    for (int l = 0; l < 16; ++l) lanes[l] += a[i + l] * b[i + l];
-  float sum = sum_lanes(lanes);
-  for (; i < n; ++i) sum += a[i] * b[i];
-  return sum;
-}
-
-// Sum of f(x[i]) over a row, in the same fixed order as dot.
-template <typename F>
-inline float sum_of(const float* x, int n, F f) {
-  float lanes[16] = {};
-  int i = 0;
-  for (; i + 16 <= n; i += 16)
-    for (int l = 0; l < 16; ++l) lanes[l] += f(x[i + l]);
-  float sum = sum_lanes(lanes);
-  for (; i < n; ++i) sum += f(x[i]);
-  return sum;
+  return sum_in_lanes(n, [&](int i) { return a[i] * b[i]; });
 }
 
 inline float max_of(const float* x, int n) {

@@ -79,8 +79,9 @@ struct Norm {
   void apply(float* x, int rows, int depth) const {
     for (int m = 0; m < rows; ++m) {
       float* row = x + static_cast<size_t>(m) * depth;
-      const float mu = sum_of(row, depth, [](float v) { return v; }) / depth;
-      const float squares = sum_of(row, depth, [mu](float v) { return (v - mu) * (v - mu); });
+      const float mu = sum_in_lanes(depth, [&](int k) { return row[k]; }) / depth;
+      const float squares =
+          sum_in_lanes(depth, [&](int k) { return (row[k] - mu) * (row[k] - mu); });
       const float inv = 1.0f / std::sqrt(squares / depth + eps);
 #pragma omp simd
       for (int k = 0; k < depth; ++k) row[k] = (row[k] - mu) * inv * gamma[k] + beta[k];

@@ -1,0 +1,55 @@
+"""What the engine tests share: model inputs, reward tables, and the int8 closeness measure."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from tm_guide.decoding.rewards import PieceReward
+
+# German targets for the first three fixture sentences (score_batch comparisons)
+TARGETS = ["Datei speichern.", "Öffnen Sie das Menü Tabelle Zelle Text.", "Hilfe"]
+
+
+def model_inputs(bundle, sentences):  # type: ignore[no-untyped-def]
+    return [bundle.source_input(bundle.encode_source(s)) for s in sentences]
+
+
+def rewards_for(bundle, token_lists, score=0.7):  # type: ignore[no-untyped-def]
+    """Every 1..4-gram of each token list as a piece of `score`."""
+    index = {t: i for i, t in enumerate(bundle.vocabularies.target)}
+    return [
+        PieceReward.from_tokens(
+            {
+                tuple(tokens[s : s + n]): score
+                for s in range(len(tokens))
+                for n in range(1, 5)
+                if s + n <= len(tokens)
+            },
+            index,
+        )
+        for tokens in token_lists
+    ]
+
+
+def int8_gaps(
+    int8_bundle,  # type: ignore[no-untyped-def]
+    float_bundle,
+    sentences: Sequence[str],
+    score: Callable[[Sequence[str], list[int]], np.ndarray],
+) -> tuple[float, float]:
+    """Mean |log-prob| distance of an engine's `score(source, target ids)` from CTranslate2's
+    int8 score_batch, and CTranslate2's own float32-to-int8 distance on the same pairs: the
+    scale of quantization noise that an engine's distance is held to."""
+    index = {t: i for i, t in enumerate(int8_bundle.vocabularies.target)}
+    inputs = model_inputs(int8_bundle, sentences[: len(TARGETS)])
+    targets = [int8_bundle.encode_target(t) for t in TARGETS]
+    expected = int8_bundle.translator.score_batch(inputs, targets)
+    float_run = float_bundle.translator.score_batch(inputs, targets)
+    gaps, own_gaps = [], []
+    for source, target, scored, floats in zip(inputs, targets, expected, float_run, strict=True):
+        mine = score(source, [index[t] for t in target])
+        gaps.append(float(np.mean(np.abs(mine - np.array(scored.log_probs)))))
+        own_gaps.append(float(np.mean(np.abs(np.array(floats.log_probs) - scored.log_probs))))
+    return float(np.mean(gaps)), float(np.mean(own_gaps))
