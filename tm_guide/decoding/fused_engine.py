@@ -99,12 +99,6 @@ class FusedDecoder(TargetVocabulary):
     ) -> list[list[_Closed]]:
         """search.beam_search's closed hypotheses per sentence (it validates and finalizes)."""
         ids = [self.sources.source_ids(tokens) for tokens in sources]
-        for sentence in ids:
-            if len(sentence) > self.max_source_positions:
-                raise ModelError(
-                    f"sequence of {len(sentence)} positions exceeds the model's "
-                    f"{self.max_source_positions} position encodings"
-                )
         if not supports(rewards):
             raise ModelError(f"the fused engine takes pieces of at most {MAX_PIECE_LENGTH} tokens")
         tables = reward_tables(rewards, self.vocab_size)
@@ -112,7 +106,7 @@ class FusedDecoder(TargetVocabulary):
             closed = self._model.search(
                 ids, [int(c) for c in caps], search_config(self, options), tables
             )
-        except ValueError as exc:  # the C++ length checks (std::length_error)
+        except ValueError as exc:  # the C++ checks of source and output length
             raise ModelError(str(exc)) from exc
         return _closed(closed)
 
