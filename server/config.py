@@ -39,10 +39,11 @@ class Compute:
 
     `threads` is the intra-op thread count of the PyTorch and CTranslate2 engines; 0 means the
     CPUs this process may run on. The fused engine (the default on CPU) runs each batch on one
-    core whatever it says; `decoders` is what gives it more cores. The default is 1: the decoding thread keeps one core and
-    retrieval, pieces and writes of the request threads the others; and with 2 intra-op threads on
-    2 cores that something else also uses (a training run), every PyTorch op waits for a
-    descheduled sibling thread: measured 34 s instead of 1.1 s for one 30-token sentence.
+    core whatever it says; `decoders` is what gives it more cores. The default is 1: the
+    decoding thread keeps one core and retrieval, pieces and writes of the request threads the
+    others; and with 2 intra-op threads on 2 cores that something else also uses (a training
+    run), every PyTorch op waits for a descheduled sibling thread: measured 34 s instead of
+    1.1 s for one 30-token sentence.
     """
 
     batch_max_sentences: int = 32

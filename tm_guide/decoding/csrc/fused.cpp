@@ -117,8 +117,7 @@ PYBIND11_MODULE(_fused, m) {
             std::vector<std::vector<Closed>> closed;
             {
               py::gil_scoped_release release;
-              Decoding decoding(model, model.encode(sources));
-              decoding.end_id = cfg.end_id;
+              Decoding decoding(model, model.encode(sources), cfg.end_id);
               closed = run_search(decoding, static_cast<int>(sources.size()), caps, cfg,
                                   table_pointers(rewards));
             }
@@ -133,8 +132,7 @@ PYBIND11_MODULE(_fused, m) {
             std::vector<float> scores;
             {
               py::gil_scoped_release release;
-              Decoding decoding(model, model.encode({source}));
-              decoding.end_id = end_id;
+              Decoding decoding(model, model.encode({source}), end_id);
               std::vector<int> rows{0}, ids{start_id}, parent{0};
               std::vector<int> all(target);
               all.push_back(end_id);

@@ -111,17 +111,19 @@ inline void activate(float* x, size_t n, int code) {
   }
 }
 
-// softmax(q . keys) . values over `length` positions of one head; key/value of position j at
-// key(j) / value(j).
+// softmax((query * scale) . keys) . values over `length` positions of one head; key/value of
+// position j at key(j) / value(j). `q` and `weights` are scratch.
 template <typename KeyAt, typename ValueAt>
-inline void attend(const float* q, int length, int head_dim, KeyAt key, ValueAt value, float* out,
-                   std::vector<float>& weights) {
+inline void attend(const float* query, float scale, int length, int head_dim, KeyAt key,
+                   ValueAt value, float* out, std::vector<float>& q, std::vector<float>& weights) {
   std::fill(out, out + head_dim, 0.0f);
   if (length == 0) return;  // nothing to attend to (an empty source)
+  q.resize(head_dim);
+  for (int d = 0; d < head_dim; ++d) q[d] = query[d] * scale;
   weights.resize(length);
   float top = -std::numeric_limits<float>::infinity();
   for (int j = 0; j < length; ++j) {
-    weights[j] = dot(q, key(j), head_dim);
+    weights[j] = dot(q.data(), key(j), head_dim);
     top = std::max(top, weights[j]);
   }
   float total = 0.0f;
@@ -135,6 +137,15 @@ inline void attend(const float* q, int length, int head_dim, KeyAt key, ValueAt 
 #pragma omp simd
     for (int d = 0; d < head_dim; ++d) out[d] += w * v[d];
   }
+}
+
+// Columns [offset, offset + width) of a row-major [rows, stride] matrix, as [rows, width].
+inline std::vector<float> columns(const float* x, int rows, int stride, int offset, int width) {
+  std::vector<float> out(static_cast<size_t>(rows) * width);
+  for (int r = 0; r < rows; ++r)
+    std::memcpy(out.data() + static_cast<size_t>(r) * width,
+                x + static_cast<size_t>(r) * stride + offset, width * sizeof(float));
+  return out;
 }
 
 }  // namespace tm_guide_fused

@@ -26,6 +26,13 @@ struct Stack {
   int max_positions = 0;
   float embedding_scale = 1.0f;
   Norm embedding_norm, final_norm;
+
+  // out = embedding of `id` * scale + the encoding of `position`
+  void embed(int id, int position, int depth, float* out) const {
+    const float* e = embeddings.data() + static_cast<size_t>(id) * depth;
+    const float* p = positions.data() + static_cast<size_t>(position) * depth;
+    for (int d = 0; d < depth; ++d) out[d] = e[d] * embedding_scale + p[d];
+  }
 };
 
 // One sentence's cross-attention keys and values per decoder layer, [time, depth] each.
@@ -142,7 +149,7 @@ class Model {
   std::vector<Encoded> encode(const std::vector<std::vector<int>>& sources) const {
     std::vector<Encoded> result(sources.size());
     Scratch s;
-    std::vector<float> x, h, qkv, att, inner, normed, weights_buf, kv;
+    std::vector<float> x, h, qkv, att, inner, normed, q, weights_buf, kv;
     for (size_t b = 0; b < sources.size(); ++b) {
       const auto& ids = sources[b];
       const int time = static_cast<int>(ids.size());
@@ -150,13 +157,9 @@ class Model {
         throw std::length_error("source of " + std::to_string(time) +
                                 " positions exceeds the model's " +
                                 std::to_string(encoder.max_positions) + " position encodings");
-      x.assign(static_cast<size_t>(time) * depth, 0.0f);
-      for (int t = 0; t < time; ++t) {
-        const float* e = encoder.embeddings.data() + static_cast<size_t>(ids[t]) * depth;
-        const float* p = encoder.positions.data() + static_cast<size_t>(t) * depth;
-        for (int d = 0; d < depth; ++d)
-          x[static_cast<size_t>(t) * depth + d] = e[d] * encoder.embedding_scale + p[d];
-      }
+      x.resize(static_cast<size_t>(time) * depth);
+      for (int t = 0; t < time; ++t)
+        encoder.embed(ids[t], t, depth, x.data() + static_cast<size_t>(t) * depth);
       if (encoder.embedding_norm.present()) encoder.embedding_norm.apply(x.data(), time, depth);
       const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
       for (const auto& layer : encoder_layers) {
@@ -164,13 +167,11 @@ class Model {
         layer.qkv.apply(sublayer_input(x.data(), time, layer.self_norm, normed), time, qkv.data(),
                         s);
         att.assign(static_cast<size_t>(time) * depth, 0.0f);
-        std::vector<float> q(head_dim);
         for (int t = 0; t < time; ++t) {
           for (int hh = 0; hh < heads; ++hh) {
-            const float* qsrc = qkv.data() + static_cast<size_t>(t) * 3 * depth + hh * head_dim;
-            for (int d = 0; d < head_dim; ++d) q[d] = qsrc[d] * scale;
             attend(
-                q.data(), time, head_dim,
+                qkv.data() + static_cast<size_t>(t) * 3 * depth + hh * head_dim, scale, time,
+                head_dim,
                 [&](int j) {
                   return qkv.data() + static_cast<size_t>(j) * 3 * depth + depth + hh * head_dim;
                 },
@@ -178,7 +179,7 @@ class Model {
                   return qkv.data() + static_cast<size_t>(j) * 3 * depth + 2 * depth +
                          hh * head_dim;
                 },
-                att.data() + static_cast<size_t>(t) * depth + hh * head_dim, weights_buf);
+                att.data() + static_cast<size_t>(t) * depth + hh * head_dim, q, weights_buf);
           }
         }
         h.resize(static_cast<size_t>(time) * depth);
@@ -197,16 +198,8 @@ class Model {
       for (const auto& layer : decoder_layers) {
         kv.resize(static_cast<size_t>(time) * 2 * depth);
         layer.cross_kv.apply(x.data(), time, kv.data(), s);
-        std::vector<float> keys(static_cast<size_t>(time) * depth), values(keys.size());
-        for (int t = 0; t < time; ++t) {
-          std::memcpy(keys.data() + static_cast<size_t>(t) * depth,
-                      kv.data() + static_cast<size_t>(t) * 2 * depth, depth * sizeof(float));
-          std::memcpy(values.data() + static_cast<size_t>(t) * depth,
-                      kv.data() + static_cast<size_t>(t) * 2 * depth + depth,
-                      depth * sizeof(float));
-        }
-        e.keys.push_back(std::move(keys));
-        e.values.push_back(std::move(values));
+        e.keys.push_back(columns(kv.data(), time, 2 * depth, 0, depth));
+        e.values.push_back(columns(kv.data(), time, 2 * depth, depth, depth));
       }
     }
     return result;
@@ -218,8 +211,9 @@ class Model {
 // ancestor at each earlier step is kept instead of reordering the cache.
 class Decoding : public StepProvider {
  public:
-  Decoding(const Model& model, std::vector<Encoded> encoded)
-      : m_(model),
+  Decoding(const Model& model, std::vector<Encoded> encoded, int end_id)
+      : end_id_(end_id),
+        m_(model),
         encoded_(std::move(encoded)),
         keys_(model.decoder_layers.size()),
         values_(model.decoder_layers.size()) {}
@@ -250,40 +244,27 @@ class Decoding : public StepProvider {
       if (t == 0 && m_.start_from_zero) {
         std::memcpy(row, pos, depth * sizeof(float));
       } else {
-        const float* e = m_.decoder.embeddings.data() + static_cast<size_t>(last_ids[r]) * depth;
-        for (int d = 0; d < depth; ++d) row[d] = e[d] * m_.decoder.embedding_scale + pos[d];
+        m_.decoder.embed(last_ids[r], t, depth, row);
       }
     }
     if (m_.decoder.embedding_norm.present())
       m_.decoder.embedding_norm.apply(x_.data(), rows, depth);
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-    std::vector<float> q(hd);
     for (size_t li = 0; li < m_.decoder_layers.size(); ++li) {
       const DecoderLayer& layer = m_.decoder_layers[li];
       qkv_.resize(static_cast<size_t>(rows) * 3 * depth);
       layer.self_qkv.apply(m_.sublayer_input(x_.data(), rows, layer.self_norm, normed_), rows,
                            qkv_.data(), s_);
-      std::vector<float> k(static_cast<size_t>(rows) * depth), v(k.size());
-      for (int r = 0; r < rows; ++r) {
-        std::memcpy(k.data() + static_cast<size_t>(r) * depth,
-                    qkv_.data() + static_cast<size_t>(r) * 3 * depth + depth,
-                    depth * sizeof(float));
-        std::memcpy(v.data() + static_cast<size_t>(r) * depth,
-                    qkv_.data() + static_cast<size_t>(r) * 3 * depth + 2 * depth,
-                    depth * sizeof(float));
-      }
-      keys_[li].push_back(std::move(k));
-      values_[li].push_back(std::move(v));
+      keys_[li].push_back(columns(qkv_.data(), rows, 3 * depth, depth, depth));
+      values_[li].push_back(columns(qkv_.data(), rows, 3 * depth, 2 * depth, depth));
       const auto& layer_keys = keys_[li];
       const auto& layer_values = values_[li];
       att_.assign(static_cast<size_t>(rows) * depth, 0.0f);
       for (int r = 0; r < rows; ++r) {
         for (int h = 0; h < m_.heads; ++h) {
-          const float* qsrc = qkv_.data() + static_cast<size_t>(r) * 3 * depth + h * hd;
-          for (int d = 0; d < hd; ++d) q[d] = qsrc[d] * scale;
           const int offset = h * hd;
           attend(
-              q.data(), t + 1, hd,
+              qkv_.data() + static_cast<size_t>(r) * 3 * depth + offset, scale, t + 1, hd,
               [&](int j) {
                 return layer_keys[j].data() + static_cast<size_t>(ancestors_[j][r]) * depth +
                        offset;
@@ -292,7 +273,7 @@ class Decoding : public StepProvider {
                 return layer_values[j].data() + static_cast<size_t>(ancestors_[j][r]) * depth +
                        offset;
               },
-              att_.data() + static_cast<size_t>(r) * depth + offset, weights_);
+              att_.data() + static_cast<size_t>(r) * depth + offset, q_, weights_);
         }
       }
       h_.resize(static_cast<size_t>(rows) * depth);
@@ -308,13 +289,11 @@ class Decoding : public StepProvider {
         const float* ev = e.values[li].data();
         for (int h = 0; h < m_.heads; ++h) {
           const int offset = h * hd;
-          const float* qsrc = cq_.data() + static_cast<size_t>(r) * depth + offset;
-          for (int d = 0; d < hd; ++d) q[d] = qsrc[d] * scale;
           attend(
-              q.data(), e.length, hd,
+              cq_.data() + static_cast<size_t>(r) * depth + offset, scale, e.length, hd,
               [&](int j) { return ek + static_cast<size_t>(j) * depth + offset; },
               [&](int j) { return ev + static_cast<size_t>(j) * depth + offset; },
-              att_.data() + static_cast<size_t>(r) * depth + offset, weights_);
+              att_.data() + static_cast<size_t>(r) * depth + offset, q_, weights_);
         }
       }
       layer.cross_out.apply(att_.data(), rows, h_.data(), s_);
@@ -333,7 +312,7 @@ class Decoding : public StepProvider {
     m_.projection.apply(x_.data(), rows, logits_.data(), s_);
     for (int r = 0; r < rows; ++r) {
       float* row = logits_.data() + static_cast<size_t>(r) * vocab;
-      if (mask_end) row[end_id] = -std::numeric_limits<float>::infinity();
+      if (mask_end) row[end_id_] = -std::numeric_limits<float>::infinity();
       const float top = max_of(row, vocab);
       const float shift = top + std::log(sum_exp(row, vocab, top));
 #pragma omp simd
@@ -343,16 +322,15 @@ class Decoding : public StepProvider {
     return logits_.data();
   }
 
-  int end_id = 0;
-
  private:
+  int end_id_;
   const Model& m_;
   std::vector<Encoded> encoded_;
   std::vector<std::vector<std::vector<float>>> keys_, values_;  // [layer][step] -> [rows, depth]
   std::vector<std::vector<int>> ancestors_;
   int step_ = 0;
   Scratch s_;
-  std::vector<float> x_, qkv_, att_, h_, cq_, inner_, logits_, normed_, weights_;
+  std::vector<float> x_, qkv_, att_, h_, cq_, inner_, logits_, normed_, q_, weights_;
 };
 
 }  // namespace tm_guide_fused

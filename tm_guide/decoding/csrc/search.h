@@ -109,13 +109,12 @@ inline std::vector<std::vector<Closed>> run_search(StepProvider& provider, int b
   std::vector<std::vector<int>> sequences(batch);
   std::vector<std::vector<int>> used(batch);  // sorted piece ids
   std::vector<std::vector<Closed>> closed(batch);
-  std::vector<char> top_closed(batch, 0), done_sentence(batch, 0);
+  std::vector<char> top_closed(batch, 0);
 
   // per row: (token, lambda * reward as float32) of this step
   std::vector<std::vector<std::pair<int, float>>> step_rewards;
   std::vector<std::pair<int, float>> saved;  // (flat index, original log-prob)
   std::vector<double> sums;
-  std::vector<Candidate> best;
 
   for (int step = 0; step < longest; ++step) {
     const int rows = static_cast<int>(live.size()) * rows_per;
@@ -134,7 +133,6 @@ inline std::vector<std::vector<Closed>> run_search(StepProvider& provider, int b
         const int tail = std::min<int>(width, static_cast<int>(history.size()));
         const int* end = history.data() + history.size();
         sums.assign(table->rewarded().size(), 0.0);
-        std::vector<char> touched(sums.size(), 0);
         for (int n = 0; n <= tail; ++n) {
           const auto* entries = table->after(end - n, n);
           if (!entries) continue;
@@ -142,12 +140,11 @@ inline std::vector<std::vector<Closed>> run_search(StepProvider& provider, int b
             if (n && track_used && std::binary_search(used[r].begin(), used[r].end(), e.piece))
               continue;
             sums[e.slot] += e.score;
-            touched[e.slot] = 1;
           }
         }
         auto& out = step_rewards[r];
         for (size_t slot = 0; slot < sums.size(); ++slot) {
-          if (!touched[slot] || sums[slot] == 0.0) continue;
+          if (sums[slot] == 0.0) continue;  // untouched, or summed to 0: no reward
           const float value = static_cast<float>(sums[slot] * cfg.lam);
           const int token = table->rewarded()[slot];
           out.emplace_back(token, value);
