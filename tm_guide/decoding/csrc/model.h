@@ -229,9 +229,9 @@ class Decoding : public StepProvider {
                               std::to_string(m_.decoder.max_positions) + " position encodings");
     // ancestors: ancestors_[tau][r] is the row of step tau that row r descends from
     for (auto& level : ancestors_) {
-      std::vector<int> moved(rows);
-      for (int r = 0; r < rows; ++r) moved[r] = level[parents[r]];
-      level.swap(moved);
+      moved_.resize(rows);
+      for (int r = 0; r < rows; ++r) moved_[r] = level[parents[r]];
+      level.swap(moved_);
     }
     std::vector<int> own(rows);
     for (int r = 0; r < rows; ++r) own[r] = r;
@@ -328,6 +328,7 @@ class Decoding : public StepProvider {
   std::vector<Encoded> encoded_;
   std::vector<std::vector<std::vector<float>>> keys_, values_;  // [layer][step] -> [rows, depth]
   std::vector<std::vector<int>> ancestors_;
+  std::vector<int> moved_;  // scratch for reordering ancestors_
   int step_ = 0;
   Scratch s_;
   std::vector<float> x_, qkv_, att_, h_, cq_, inner_, logits_, normed_, q_, weights_;
