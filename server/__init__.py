@@ -26,16 +26,27 @@ def create_app(config: ServerConfig | None = None) -> Flask:
         log.warning("authentication is off: only loopback clients are served")
 
     register_error_handlers(app)
-    _register_blueprints(app)
+    _register_blueprints(app, config)
     _register_request_metrics(app, services)
     return app
 
 
-def _register_blueprints(app: Flask) -> None:
-    from server.api import docs, health, jobs, memories, segments, suggest, tmserver
+def _register_blueprints(app: Flask, config: ServerConfig) -> None:
+    """tm-guide's own API, then each CAT-tool protocol that TM_GUIDE_PROTOCOLS serves (a
+    protocol module may also `register(app)` what else it needs, such as its error body)."""
+    from importlib import import_module
 
-    for module in (health, docs, memories, segments, suggest, jobs, tmserver):
+    from server.api import docs, health, jobs, memories, segments, suggest
+    from server.config import PROTOCOLS
+
+    for module in (health, docs, memories, segments, suggest, jobs):
         app.register_blueprint(module.blueprint)
+    for name in PROTOCOLS:
+        if config.protocols[name].enabled:
+            protocol = import_module(f"server.api.{name}")
+            app.register_blueprint(protocol.blueprint)
+            if hasattr(protocol, "register"):
+                protocol.register(app)
 
 
 def _register_request_metrics(app: Flask, services: Services) -> None:

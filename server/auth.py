@@ -12,7 +12,7 @@ exposed by mistake does not open its memories to the network.
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from flask import current_app, g, request
@@ -64,20 +64,31 @@ def current_principal() -> Principal:
     """The authenticated caller (cached per request); 401 without a valid key."""
     if "principal" in g:
         return g.principal
+    g.principal = authenticate(
+        presented_token,
+        "an API key is required (Authorization: Bearer <token> or X-API-Key)",
+    )
+    return g.principal
+
+
+def authenticate(token_of: Callable[[], str | None], missing: str) -> Principal:
+    """The caller whose key `token_of()` reads from the request; the one door every protocol's
+    way of sending a key goes through (a header, a body field, a path segment).
+
+    With auth off, a loopback caller is LOCAL_USER whatever it sends, and nobody else is served;
+    with auth on, no key is a 401 that says `missing`, and a wrong key a 401 from the store."""
     services = current_app.extensions["tm_guide"]
     if not services.config.auth_enabled:
         if not is_loopback(request.remote_addr):
             raise Unauthorized(
                 "authentication is off on this server, which only serves loopback clients"
             )
-        g.principal = LOCAL_USER
-        return g.principal
-    token = presented_token()
-    if token is None:
-        raise Unauthorized("an API key is required (Authorization: Bearer <token> or X-API-Key)")
+        return LOCAL_USER
+    token = token_of()
+    if not token:
+        raise Unauthorized(missing)
     api_key = services.store().verify_api_key(token)
-    g.principal = Principal(api_key.name, dict(api_key.scopes))
-    return g.principal
+    return Principal(api_key.name, dict(api_key.scopes))
 
 
 def require(memory: str, right: str) -> Principal:

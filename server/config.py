@@ -92,6 +92,81 @@ class Compute:
             return max(1, os.cpu_count() or 1)
 
 
+PROTOCOLS = ("tmserver", "libretranslate", "modernmt", "deepl")
+
+
+@dataclass(frozen=True)
+class ProtocolOptions:
+    """How one protocol that CAT tools speak (see PROTOCOLS) answers.
+
+    `memories` names the memories it reads (tmserver) or whose pieces guide its translations;
+    empty means every memory of the request's language pair that the caller's key may read, so
+    a key's scope decides where the protocol cannot name memories. A memory the protocol's
+    request names itself (ModernMT's `hints`) wins over both. `lam` and `engine` left None are
+    the server's (TM_GUIDE_LAMBDA, else the model card; TM_GUIDE_ENGINE), as for /v1/suggest;
+    `m` is the number of TM matches pieces are collected from.
+    """
+
+    enabled: bool = True
+    memories: tuple[str, ...] = ()
+    lam: float | None = None
+    engine: str | None = None
+    m: int = 10
+
+    def __post_init__(self) -> None:
+        from tm_guide.decoding.translator import ENGINES
+
+        if self.engine is not None and self.engine not in ENGINES:
+            raise InvalidInput(
+                f"engine must be one of {', '.join(ENGINES)}, not {self.engine!r}", field="engine"
+            )
+        if self.lam is not None and not 0 <= self.lam <= MAX_LAMBDA:
+            raise InvalidInput(f"lambda must be between 0 and {MAX_LAMBDA}", field="lambda")
+
+
+@dataclass(frozen=True)
+class Protocols:
+    """The CAT-tool protocols, each with its options; TM_GUIDE_PROTOCOLS lists those served."""
+
+    tmserver: ProtocolOptions = field(default_factory=ProtocolOptions)
+    libretranslate: ProtocolOptions = field(default_factory=ProtocolOptions)
+    modernmt: ProtocolOptions = field(default_factory=ProtocolOptions)
+    deepl: ProtocolOptions = field(default_factory=ProtocolOptions)
+
+    def __getitem__(self, name: str) -> ProtocolOptions:
+        if name not in PROTOCOLS:
+            raise KeyError(name)
+        options: ProtocolOptions = getattr(self, name)
+        return options
+
+    @classmethod
+    def from_env(cls) -> Protocols:
+        """TM_GUIDE_PROTOCOLS (comma-separated; default all) and, per protocol P,
+        TM_GUIDE_P_MEMORIES (comma-separated names), TM_GUIDE_P_LAMBDA, TM_GUIDE_P_ENGINE,
+        TM_GUIDE_P_M."""
+        raw = os.environ.get("TM_GUIDE_PROTOCOLS", "").strip()
+        enabled = [p.strip().lower() for p in raw.split(",") if p.strip()] if raw else PROTOCOLS
+        unknown = sorted(set(enabled) - set(PROTOCOLS))
+        if unknown:
+            raise InvalidInput(
+                f"TM_GUIDE_PROTOCOLS names {unknown[0]!r}; known: {', '.join(PROTOCOLS)}",
+                field="TM_GUIDE_PROTOCOLS",
+            )
+        chosen = {}
+        for name in PROTOCOLS:
+            prefix = f"TM_GUIDE_{name.upper()}_"
+            memories = os.environ.get(prefix + "MEMORIES", "")
+            engine = os.environ.get(prefix + "ENGINE", "").strip()
+            chosen[name] = ProtocolOptions(
+                enabled=name in enabled,
+                memories=tuple(m.strip() for m in memories.split(",") if m.strip()),
+                lam=_optional_float_env(prefix + "LAMBDA", maximum=MAX_LAMBDA),
+                engine=engine or None,
+                m=_int_env(prefix + "M", ProtocolOptions.m),
+            )
+        return cls(**chosen)
+
+
 @dataclass(frozen=True)
 class ServerConfig:
     """Everything `create_app` needs; built from environment variables by `from_env`.
@@ -109,6 +184,9 @@ class ServerConfig:
     TM_GUIDE_ENGINE               decoding engine: auto (default), fused, torch, ct2 or rerank
     TM_GUIDE_LAMBDA               lambda of requests that leave it open (default: the model
                                   card's guided_lambda, else 1)
+    TM_GUIDE_PROTOCOLS            CAT-tool protocols served (default all): tmserver,
+                                  libretranslate, modernmt, deepl; see `Protocols.from_env` for
+                                  each one's memories, lambda, engine and M
     """
 
     settings: Settings = field(default_factory=Settings)
@@ -117,6 +195,7 @@ class ServerConfig:
     auth_enabled: bool = True
     tmserver_anonymous: bool = False
     jobs_dir: Path | None = None
+    protocols: Protocols = field(default_factory=Protocols)
 
     @property
     def resolved_jobs_dir(self) -> Path:
@@ -154,6 +233,7 @@ class ServerConfig:
             auth_enabled=_switch_env("TM_GUIDE_AUTH", True),
             tmserver_anonymous=_switch_env("TM_GUIDE_TMSERVER_ANONYMOUS", False),
             jobs_dir=Path(jobs_dir) if jobs_dir else None,
+            protocols=Protocols.from_env(),
         )
 
 

@@ -1,11 +1,16 @@
-"""Every error leaves the server as JSON `{error, message}` with its status; never a stack trace."""
+"""Every error leaves the server as JSON with its status, never a stack trace or HTML.
+
+`/v1` and tmserver answer `{error, message, field}`; each MT protocol (LibreTranslate, ModernMT,
+DeepL) registers the error body its clients parse for the routes under its prefix."""
 
 from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
+from typing import Any
 
-from flask import Flask, Response, jsonify
+from flask import Flask, Response, current_app, has_request_context, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from tm_guide.errors import TMGuideError
@@ -13,10 +18,35 @@ from tm_guide.errors import TMGuideError
 log = logging.getLogger(__name__)
 
 
-def error_response(status: int, code: str, message: str, field: str | None = None) -> Response:
-    body = {"error": code, "message": message}
+# (status, code, message, field) -> (status, body): a protocol may answer with other statuses
+ErrorBody = Callable[[int, str, str, "str | None"], tuple[int, Any]]
+ERROR_BODIES = "tm_guide.error_bodies"
+
+
+def default_body(status: int, code: str, message: str, field: str | None) -> tuple[int, Any]:
+    body: dict[str, Any] = {"error": code, "message": message}
     if field:
         body["field"] = field
+    return status, body
+
+
+def register_error_body(app: Flask, url_prefix: str, shape: ErrorBody) -> None:
+    """Errors under `url_prefix` (a protocol's routes, matched or not) take `shape`: each
+    protocol's clients parse their own error JSON, and read ours as no answer at all."""
+    app.extensions.setdefault(ERROR_BODIES, []).append((url_prefix.rstrip("/") + "/", shape))
+
+
+def _shape_for_request() -> ErrorBody:
+    if has_request_context():
+        path = request.path
+        for prefix, shape in current_app.extensions.get(ERROR_BODIES, ()):
+            if path.startswith(prefix) or path == prefix[:-1]:
+                return shape
+    return default_body
+
+
+def error_response(status: int, code: str, message: str, field: str | None = None) -> Response:
+    status, body = _shape_for_request()(status, code, message, field)
     response = jsonify(body)
     response.status_code = status
     return response

@@ -1,8 +1,12 @@
-"""Fuzzy-match percentages as CAT tools show them.
+"""Match percentages: the CAT tools' fuzzy match, and amaGama's quality.
 
-100 means the TM source is the request text (ignoring runs of whitespace), 101 that the context
-matches as well; anything else is word-level Levenshtein similarity, floored and capped at 99, so
-that an editor never sees 100 for a segment that differs.
+`match_percentage` is what CAT tools show: 100 means the TM source is the request text (ignoring
+runs of whitespace), 101 that the context matches as well; anything else is word-level
+Levenshtein similarity, floored and capped at 99, so that an editor never sees 100 for a segment
+that differs.
+
+`amagama_quality` is what amaGama and translate-toolkit's tmserver answer, and what Weblate's
+tmserver threshold (75) is set against: character-level Levenshtein similarity in percent.
 """
 
 from __future__ import annotations
@@ -32,3 +36,14 @@ def match_percentage(
         return 100
     similarity = Levenshtein.normalized_similarity(words(query), words(tm_source))
     return min(99, int(similarity * 100))
+
+
+def amagama_quality(query: str, tm_source: str) -> int:
+    """100 * (1 - character edit distance / the longer length), floored as Weblate reads it;
+    the same float expression as translate-toolkit's LevenshteinComparer, so a pair scores the
+    same integer here and there."""
+    longest = max(len(query), len(tm_source))
+    if not query or not tm_source:
+        return 0
+    distance = Levenshtein.distance(query, tm_source)
+    return int(100 - (distance * 1.0 / longest) * 100)

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import re
 import threading
 from dataclasses import dataclass
 from typing import Any
 
+from gunicorn import glogging
 from gunicorn.app.base import BaseApplication
 
 from server.config import ServerConfig
@@ -62,6 +64,26 @@ def check_deployment(config: ServerConfig, options: ServeOptions) -> None:
         )
 
 
+MAX_REQUEST_LINE = 8190  # the most gunicorn allows short of "unlimited"
+_PATH_KEY = re.compile(r"(/key/)[^/?\s]+")
+
+
+class RedactingLogger(glogging.Logger):  # type: ignore[misc]
+    """gunicorn's logger with API keys cut out of logged request lines (`/tmserver/key/<token>`
+    is how a URL-only client sends one)."""
+
+    def atoms(self, resp: Any, req: Any, environ: Any, request_time: Any) -> dict[str, Any]:
+        atoms: dict[str, Any] = super().atoms(resp, req, environ, request_time)
+        for name in ("r", "U"):
+            if isinstance(atoms.get(name), str):
+                atoms[name] = redact_path(atoms[name])
+        return atoms
+
+
+def redact_path(path: str) -> str:
+    return _PATH_KEY.sub(r"\1<redacted>", path)
+
+
 class GunicornServer(BaseApplication):  # type: ignore[misc]
     """gunicorn with our settings; each worker builds its own app (and loads its own model)."""
 
@@ -84,6 +106,10 @@ class GunicornServer(BaseApplication):  # type: ignore[misc]
             "keepalive": 5,
             "proc_name": "tm-guide",
             "accesslog": "-" if opts.access_log else None,
+            "logger_class": RedactingLogger,
+            # a tmserver URL carries its text in the path: Weblate's 500 characters of a 4-byte
+            # script, percent-encoded, are 6,000 bytes; gunicorn's default line limit is 4,094
+            "limit_request_line": MAX_REQUEST_LINE,
             "errorlog": "-",
             "loglevel": "info",
         }

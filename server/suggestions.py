@@ -20,6 +20,7 @@ from server.translation import (
     translate_options,
     translations_json,
 )
+from tm_guide import languages
 from tm_guide.errors import Unprocessable
 
 
@@ -164,16 +165,12 @@ def _matches(
 
 
 def _check_one_language_pair(memories: Sequence[Any]) -> None:
-    pairs = {(m.source_lang.lower(), m.target_lang.lower()) for m in memories}
-    if len(pairs) > 1:
+    pairs = [(m.source_lang, m.target_lang) for m in memories]
+    if any(not languages.pair_matches(pair, pairs[0]) for pair in pairs[1:]):
         listed = ", ".join(f"{m.name} ({m.source_lang}->{m.target_lang})" for m in memories)
         raise Unprocessable(
             f"memories of one request must share a language pair: {listed}", field="memories"
         )
-
-
-def _primary(tag: str) -> str:
-    return tag.replace("_", "-").split("-", 1)[0].lower()
 
 
 def _check_model_pair(translator: Any, memories: Sequence[Any]) -> dict[str, Any]:
@@ -181,9 +178,8 @@ def _check_model_pair(translator: Any, memories: Sequence[Any]) -> dict[str, Any
 
     info = model_info(translator)
     for memory in memories:
-        if (_primary(memory.source_lang), _primary(memory.target_lang)) != (
-            _primary(info["source_lang"]),
-            _primary(info["target_lang"]),
+        if not languages.pair_matches(
+            (memory.source_lang, memory.target_lang), (info["source_lang"], info["target_lang"])
         ):
             raise Unprocessable(
                 f"memory '{memory.name}' is {memory.source_lang}->{memory.target_lang} "

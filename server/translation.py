@@ -25,6 +25,7 @@ class MTOptions:
     # False: a piece of 2+ tokens is rewarded once per hypothesis; None: as the lambda was tuned
     reward_repeats: bool | None = None
     unguided: bool = False
+    engine: str | None = None  # None: the server's (Compute.engine)
 
 
 # Suggestions stop at twice the source length (+10 tokens): an editor never wants more, and a
@@ -56,7 +57,7 @@ def translate_options(
     from tm_guide.decoding.translator import TranslateOptions
 
     chosen: dict[str, Any] = {
-        "engine": compute.engine,
+        "engine": options.engine or compute.engine,
         "threads": compute.resolved_threads,
         "m": m,
         "binary_reward": options.binary_reward,

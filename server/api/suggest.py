@@ -12,6 +12,7 @@ from server.config import MAX_LAMBDA
 from server.suggestions import MemoryChoice, SegmentQuery, SuggestOptions, suggest
 from server.translation import MTOptions
 from server.validation import get_field, in_range, json_body, reject_unknown, text_field
+from tm_guide import languages
 from tm_guide.errors import InvalidInput
 
 blueprint = Blueprint("suggest", __name__, url_prefix="/v1")
@@ -103,8 +104,7 @@ def _memories(body: dict[str, Any]) -> tuple[MemoryChoice, ...]:
         chosen = tuple(
             MemoryChoice(m.name)
             for m in services().store().list_memories()
-            if m.source_lang.lower() == source_lang.lower()
-            and m.target_lang.lower() == target_lang.lower()
+            if languages.pair_matches((m.source_lang, m.target_lang), (source_lang, target_lang))
             and principal.allows(m.name, "read")
         )
         if not chosen:

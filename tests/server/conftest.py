@@ -88,6 +88,7 @@ def start_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
         threads: int = 8,
         extra_env: dict[str, str] | None = None,
         admin: bool = True,
+        serve_args: tuple[str, ...] = (),
     ) -> RunningServer:
         work = tmp_path_factory.mktemp("server")
         env = server_env(db_url or f"sqlite:///{work / 'tm.sqlite'}", work, model, extra_env)
@@ -99,7 +100,7 @@ def start_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
         port = free_port()
         log_path = work / "server.log"
         command = [sys.executable, "-m", "tm_guide", "serve", "--host", "127.0.0.1"]
-        command += ["--port", str(port), "--threads", str(threads), "--no-warm"]
+        command += ["--port", str(port), "--threads", str(threads), "--no-warm", *serve_args]
         with open(log_path, "wb") as log:
             process = subprocess.Popen(
                 command, env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT

@@ -111,7 +111,13 @@ def test_tmserver_endpoint_answers_like_amagama(client: Client) -> None:
     assert reply.status == 200, reply.body
     units = reply.json
     assert units[0]["source"] == "Click the Save button to store the file."
-    assert units[0]["quality"] == 100 and set(units[0]) == {"source", "target", "quality", "rank"}
+    assert units[0]["quality"] == 100 and set(units[0]) == {
+        "source",
+        "target",
+        "context",
+        "quality",
+        "rank",
+    }
     assert client.get(f"/tmserver/en/fr/unit/{text}").json == []
 
 

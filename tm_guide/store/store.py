@@ -419,6 +419,20 @@ class Store:
             ).all()
         return [segment_from_row(row) for row in rows]
 
+    def same_source(self, memory_ids: Sequence[int], text: str, limit: int = 10) -> list[Segment]:
+        """Segments whose source is exactly `text`: what answers a text the index has no words
+        for ("/", "%s", "..."). A scan of the memories' rows, so callers ask only then."""
+        if limit <= 0 or not memory_ids:
+            return []
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(segments)
+                .where(segments.c.memory_id.in_(list(memory_ids)), segments.c.source == text)
+                .order_by(segments.c.id)
+                .limit(limit)
+            ).all()
+        return [segment_from_row(row) for row in rows]
+
     def search(self, memory_ids: Sequence[int], text: str, limit: int = 10) -> list[SearchHit]:
         """Top `limit` segments by BM25 over the source side of several memories."""
         if limit <= 0 or not memory_ids:

@@ -1,0 +1,160 @@
+"""LibreTranslate's API under /libretranslate, answered with tm-guide's guided translation.
+
+Clients (Weblate's LibreTranslate service, libretranslatepy, editor plugins) are pointed at
+`http://host:port/libretranslate/`:
+
+- `POST /translate`: `q` (a string or a list), `source` (a tag, or `auto` for the model's source
+  language: no detection is done), `target`, `format` (`text`, or `html`: text between tags is
+  translated, tags kept), `alternatives` (0-3: the unguided translation and the closest TM
+  targets), `api_key`; as JSON or as a form.
+- `GET /languages`: the model's two languages, the source listing the target.
+
+The key in `api_key` is a tm-guide API key; its memory scope picks the memories whose pieces guide
+the translation (TM_GUIDE_LIBRETRANSLATE_MEMORIES overrides it). Errors are LibreTranslate's
+`{"error": message}`: 400 for bad input or an unsupported language, 403 for a missing or wrong
+key, 404, 413 and 500 as usual.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import langcodes
+from flask import Blueprint, Flask, Response, jsonify, request
+
+from server.api.common import services
+from server.auth import authenticate
+from server.errors import register_error_body
+from server.machine_translation import (
+    TextsToTranslate,
+    model_pair,
+    require_text_list,
+    translate_texts,
+)
+from server.markup import translate_marked_up
+from server.validation import json_body
+from tm_guide.errors import InvalidInput
+
+PREFIX = "/libretranslate"
+blueprint = Blueprint("libretranslate", __name__, url_prefix=PREFIX)
+MAX_ALTERNATIVES = 3
+FORMATS = ("text", "html")
+
+
+def error_body(status: int, code: str, message: str, field: str | None) -> tuple[int, Any]:
+    """LibreTranslate's error JSON; it has no 401 (a key problem is 403) and no 422."""
+    status = {401: 403, 422: 400}.get(status, status)
+    return status, {"error": message}
+
+
+def register(app: Flask) -> None:
+    register_error_body(app, PREFIX, error_body)
+
+
+def _arguments() -> dict[str, Any]:
+    """The request's fields, from a JSON body or a form (libretranslatepy sends a form)."""
+    if request.is_json:
+        return json_body()
+    form = request.form
+    args: dict[str, Any] = {key: form.get(key) for key in form}
+    if len(form.getlist("q")) > 1:
+        args["q"] = form.getlist("q")
+    return args
+
+
+@blueprint.post("/translate")
+def translate() -> Response:
+    args = _arguments()
+    principal = authenticate(
+        lambda: args.get("api_key") if isinstance(args.get("api_key"), str) else None,
+        "an API key is required: send it as 'api_key'",
+    )
+    svc = services()
+    limits = svc.config.limits
+    if "q" not in args:
+        raise InvalidInput("Invalid request: missing q parameter", field="q")
+    texts = require_text_list(args["q"], "q", limits.max_batch_size, limits.max_segment_chars)
+    source = _string(args, "source", required=True)
+    target = _string(args, "target", required=True)
+    text_format = _string(args, "format") or "text"
+    if text_format not in FORMATS:
+        raise InvalidInput(f"format must be one of {', '.join(FORMATS)}", field="format")
+    alternatives = _alternatives(args.get("alternatives"))
+    options = svc.config.protocols.libretranslate
+
+    def run(chunk: list[str], alternatives: int = 0) -> Any:
+        wanted = TextsToTranslate(tuple(chunk), target, source, alternatives=alternatives)
+        return translate_texts(svc, principal, wanted, options)
+
+    if text_format == "html":
+        translated = translate_marked_up(
+            list(texts), lambda runs: [t.text for t in run(runs).items]
+        )
+        outputs = [(text, ()) for text in translated]
+        detected = model_pair(svc)[0]
+    else:
+        result = run(list(texts), alternatives)
+        outputs = [(item.text, item.alternatives) for item in result.items]
+        detected = result.source_lang
+    return jsonify(
+        _answer(args["q"], outputs, alternatives, detected if source == "auto" else None)
+    )
+
+
+def _answer(
+    q: Any, outputs: list[tuple[str, tuple[str, ...]]], alternatives: int, detected: str | None
+) -> dict[str, Any]:
+    single = isinstance(q, str)
+    body: dict[str, Any] = {}
+    texts = [text for text, _ in outputs]
+    body["translatedText"] = texts[0] if single else texts
+    if alternatives:
+        others = [list(alt) for _, alt in outputs]
+        body["alternatives"] = others[0] if single else others
+    if detected is not None:
+        # no detection is done: "auto" is the model's source language
+        one = {"confidence": 100.0, "language": detected}
+        body["detectedLanguage"] = one if single else [one] * len(outputs)
+    return body
+
+
+def _string(args: dict[str, Any], name: str, required: bool = False) -> str | None:
+    value = args.get(name)
+    if value is None or value == "":
+        if required:
+            raise InvalidInput(f"Invalid request: missing {name} parameter", field=name)
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput(f"Invalid request: {name} must be a string", field=name)
+    return value
+
+
+def _alternatives(value: Any) -> int:
+    if value in (None, ""):
+        return 0
+    try:
+        count = int(value)
+    except (TypeError, ValueError):
+        raise InvalidInput("alternatives must be an integer", field="alternatives") from None
+    if isinstance(value, bool | float) or not 0 <= count <= MAX_ALTERNATIVES:
+        raise InvalidInput(
+            f"alternatives must be an integer between 0 and {MAX_ALTERNATIVES}",
+            field="alternatives",
+        )
+    return count
+
+
+@blueprint.get("/languages")
+def languages_view() -> Response:
+    """Public, as LibreTranslate's is: the model's pair, nothing about the memories."""
+    source, target = model_pair(services())
+    return jsonify(
+        [
+            {"code": source, "name": _name(source), "targets": [target]},
+            {"code": target, "name": _name(target), "targets": []},
+        ]
+    )
+
+
+def _name(tag: str) -> str:
+    return str(langcodes.Language.get(tag).display_name())

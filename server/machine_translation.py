@@ -1,0 +1,179 @@
+"""Guided MT for the protocols CAT tools already speak (LibreTranslate, ModernMT, DeepL).
+
+Each protocol's blueprint parses its own request and shapes its own answer; what they translate
+goes through `translate_texts`, which answers with `/v1/suggest`'s machinery (`suggest()`): the
+same engine, lambda and piece rules, with the memories chosen by one rule (`memories_for`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from server.auth import Principal
+from server.config import ProtocolOptions
+from server.services import Services
+from server.suggestions import MemoryChoice, SegmentQuery, SuggestOptions, suggest
+from server.translation import MTOptions, model_info
+from tm_guide import languages
+from tm_guide.errors import Forbidden, InvalidInput, Unprocessable
+
+
+@dataclass(frozen=True)
+class TextsToTranslate:
+    """What a protocol asks for: texts in one language pair, and the memories it names if any
+    (ModernMT's `hints`); `source_lang` None means "detect", which is the model's source."""
+
+    texts: tuple[str, ...]
+    target_lang: str
+    source_lang: str | None = None
+    memories: tuple[str | int, ...] = ()
+    alternatives: int = 0
+
+
+@dataclass(frozen=True)
+class Translated:
+    text: str
+    # other candidates, best first: the unguided translation and the closest TM targets
+    alternatives: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Translations:
+    items: tuple[Translated, ...]
+    source_lang: str  # the model's source tag (what "auto" detected)
+    memories: tuple[str, ...]  # names of the memories whose pieces guided them
+
+
+class UnsupportedLanguage(InvalidInput):
+    """A language pair the model does not translate; each protocol says it its own way."""
+
+    code = "unsupported_language"
+
+
+def model_pair(services: Services) -> tuple[str, str]:
+    """The language pair the loaded model translates (loading it if needed)."""
+    info = model_info(services.translator())
+    return str(info["source_lang"]), str(info["target_lang"])
+
+
+def memories_for(
+    services: Services,
+    principal: Principal,
+    pair: tuple[str, str],
+    named: Sequence[str | int] = (),
+    configured: Sequence[str] = (),
+) -> list[Any]:
+    """The memories whose pieces guide a translation in `pair`: those the request names, else
+    those the protocol is configured with, else every memory of the pair the key may read.
+
+    A memory named by the request or the configuration must exist (NotFound), be readable by the
+    key (Forbidden) and serve the pair (Unprocessable); the scope rule never fails, it only picks.
+    """
+    store = services.store()
+    chosen = named or configured
+    if not chosen:
+        return [
+            m
+            for m in store.list_memories()
+            if principal.allows(m.name, "read")
+            and languages.pair_matches((m.source_lang, m.target_lang), pair)
+        ]
+    found = []
+    for name in dict.fromkeys(chosen):
+        memory = store.get_memory(name)
+        if not principal.allows(memory.name, "read"):
+            raise Forbidden(
+                f"API key '{principal.name}' has no read access to memory '{memory.name}'",
+                field="memories",
+            )
+        if not languages.pair_matches((memory.source_lang, memory.target_lang), pair):
+            raise Unprocessable(
+                f"memory '{memory.name}' is {memory.source_lang}->{memory.target_lang}, "
+                f"not {pair[0]}->{pair[1]}",
+                field="memories",
+            )
+        found.append(memory)
+    return found
+
+
+def check_pair(services: Services, source_lang: str | None, target_lang: str) -> tuple[str, str]:
+    """The request's pair, normalised, after checking that the model translates it."""
+    model_source, model_target = model_pair(services)
+    source = model_source if source_lang in (None, "", "auto") else str(source_lang)
+    for tag, model_tag, field in (
+        (source, model_source, "source"),
+        (target_lang, model_target, "target"),
+    ):
+        normalized = languages.normalize(tag, field=field)
+        if not languages.matches(model_tag, normalized):
+            raise UnsupportedLanguage(
+                f"this server translates {model_source} -> {model_target}; "
+                f"{field} language {tag!r} is not supported",
+                field=field,
+            )
+    return languages.normalize(source), languages.normalize(target_lang)
+
+
+def translate_texts(
+    services: Services,
+    principal: Principal,
+    request: TextsToTranslate,
+    options: ProtocolOptions,
+) -> Translations:
+    """The guided translation of every text, as /v1/suggest would give it.
+
+    Blank texts come back blank without decoding; the rest go through one `suggest()` call, so a
+    protocol's batch is decoded as one batch."""
+    pair = check_pair(services, request.source_lang, request.target_lang)
+    memories = memories_for(services, principal, pair, request.memories, options.memories)
+    wanted = [i for i, text in enumerate(request.texts) if text.strip()]
+    items = [Translated(text) for text in request.texts]
+    if wanted:
+        suggest_options = SuggestOptions(
+            memories=tuple(MemoryChoice(m.name) for m in memories),
+            m=options.m,
+            max_matches=request.alternatives,
+            translate=True,
+            mt=MTOptions(lam=options.lam, engine=options.engine, unguided=request.alternatives > 0),
+        )
+        queries = [SegmentQuery(request.texts[i]) for i in wanted]
+        answer = suggest(services, queries, suggest_options)
+        for i, result in zip(wanted, answer["results"], strict=True):
+            items[i] = _translated(result, request.alternatives)
+    return Translations(tuple(items), pair[0], tuple(m.name for m in memories))
+
+
+def _translated(result: dict[str, Any], alternatives: int) -> Translated:
+    translation = result["translation"]
+    text = translation["text"]
+    others: list[str] = []
+    if alternatives:
+        candidates = [translation.get("unguided")] + [m["target"] for m in result["matches"]]
+        for candidate in candidates:
+            if candidate and candidate != text and candidate not in others:
+                others.append(candidate)
+    return Translated(text, tuple(others[:alternatives]))
+
+
+def require_text_list(value: Any, field: str, max_items: int, max_chars: int) -> tuple[str, ...]:
+    """A protocol's text or list of texts, each a string within the segment limit."""
+    texts = [value] if isinstance(value, str) else value
+    if not isinstance(texts, list) or not texts:
+        raise InvalidInput(
+            f"'{field}' must be a string or a non-empty list of strings", field=field
+        )
+    if len(texts) > max_items:
+        raise InvalidInput(
+            f"'{field}' has {len(texts)} texts; the limit is {max_items}", field=field
+        )
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise InvalidInput(f"'{field}[{i}]' must be a string", field=field)
+        if len(text) > max_chars:
+            raise InvalidInput(
+                f"'{field}[{i}]' is {len(text)} characters long; the limit is {max_chars}",
+                field=field,
+            )
+    return tuple(texts)

@@ -1,0 +1,134 @@
+"""The amaGama/tmserver endpoint on the texts and settings Weblate really sends it.
+
+Weblate builds `{url}/{src}/{tgt}/unit/{quote(text[:500].replace("\\r", " "), safe="")}` and keeps
+results whose `quality` (character-level, like amaGama) reaches 75; its setting is a URL alone, so
+the key rides in the path.
+"""
+
+from __future__ import annotations
+
+import pytest
+from server_client import path_quote
+from server_scenarios import add_segment, create_memory
+
+MULTILINE = "Usage: cp [OPTION]... SOURCE DEST\n  or:  cp [OPTION]... SOURCE... DIRECTORY\n"
+CJK = "文件" * 230  # 460 characters, 1,380 bytes of UTF-8, 4,140 percent-encoded
+WIDE = "\U00020000\U00020001" * 250  # 500 characters outside the BMP: 6,000 encoded bytes
+
+
+@pytest.fixture(scope="module")
+def server(start_server):
+    server = start_server(
+        serve_args=("--access-log",), extra_env={"TM_GUIDE_PROTOCOLS": "tmserver,libretranslate"}
+    )  # TEMP
+    client = server.client
+    create_memory(client, "cli")
+    create_memory(client, "django", "en", "de-DE")
+    create_memory(client, "other", "en", "de")
+    create_memory(client, "zh-tw", "en", "zh-TW")
+    create_memory(client, "zh-cn", "en", "zh-CN")
+    for memory in ("cli", "django"):
+        add_segment(client, memory, "Change password", "Passwort ändern")
+    add_segment(client, "cli", MULTILINE, "Aufruf: cp [OPTION]... QUELLE ZIEL\n")
+    add_segment(client, "cli", "/", "/")
+    add_segment(client, "cli", "/usr/share/doc", "/usr/share/doc (de)")
+    add_segment(client, "cli", "Path ends with a slash/", "Pfad endet mit Schrägstrich/")
+    add_segment(client, "cli", WIDE, "wide")
+    add_segment(client, "zh-cn", CJK, "简体")
+    add_segment(client, "zh-tw", CJK, "繁體")
+    add_segment(client, "other", "Secret other memory text", "Geheim")
+    add_segment(client, "cli", "Open the file", "Öffnen Sie die Datei")
+    add_segment(client, "cli", "Open the files", "Öffnen Sie die Dateien")
+    add_segment(client, "django", "Open the filer", "Öffnen Sie den Filer")
+    return server
+
+
+@pytest.fixture(scope="module")
+def reader(server) -> str:
+    return server.create_key("weblate", "cli:read", "django:read", "zh-cn:read", "zh-tw:read")
+
+
+def unit(client, text: str, src: str = "en", tgt: str = "de", query: str = "", key: str = ""):
+    prefix = f"/tmserver/key/{key}" if key else "/tmserver"
+    return client.with_token(None).get(f"{prefix}/{src}/{tgt}/unit/{path_quote(text)}{query}")
+
+
+def test_a_key_in_the_path_reads_what_the_key_may_read(server, reader) -> None:
+    units = unit(server.client, "Change Password", key=reader).json
+    assert units == [
+        {
+            "source": "Change password",
+            "target": "Passwort ändern",
+            "context": "",
+            "quality": 93,  # amaGama's character-level score, not a word-level 50
+            "rank": units[0]["rank"],
+        }
+    ]
+    assert unit(server.client, "Secret other memory text", key=reader).json == []
+    bad = unit(server.client, "Change Password", key="not-a-key")
+    assert bad.status == 401 and bad.json["error"] == "unauthorized"
+    assert unit(server.client, "Change Password").status == 401
+
+
+def test_the_key_is_redacted_from_the_access_log(server, reader) -> None:
+    assert unit(server.client, "Change password", key=reader).status == 200
+    log = server.log()
+    assert "/tmserver/key/<redacted>/en/de/unit/" in log
+    assert reader not in log
+
+
+@pytest.mark.parametrize(
+    ("text", "target"),
+    [
+        (MULTILINE, "Aufruf: cp [OPTION]... QUELLE ZIEL\n"),
+        ("/", "/"),
+        ("/usr/share/doc", "/usr/share/doc (de)"),
+        ("Path ends with a slash/", "Pfad endet mit Schrägstrich/"),
+        (WIDE, "wide"),
+    ],
+    ids=["newlines", "lone-slash", "leading-slash", "trailing-slash", "500-wide-chars"],
+)
+def test_any_text_weblate_sends_is_found(server, reader, text: str, target: str) -> None:
+    reply = unit(server.client, text[:500].replace("\r", " "), key=reader)
+    assert reply.status == 200, reply.body
+    assert reply.json[0]["target"] == target and reply.json[0]["quality"] == 100
+
+
+def test_scripts_never_cross(server, reader) -> None:
+    simplified = unit(server.client, CJK, "en", "zh_cn", key=reader).json
+    traditional = unit(server.client, CJK, "en", "zh_tw", key=reader).json
+    hant = unit(server.client, CJK, "en", "zh_hant", key=reader).json
+    assert [u["target"] for u in simplified] == ["简体"]
+    assert [u["target"] for u in traditional] == ["繁體"] == [u["target"] for u in hant]
+
+
+def test_a_pair_in_several_memories_comes_back_once(server, reader) -> None:
+    units = unit(server.client, "Change password", key=reader).json
+    assert [u["target"] for u in units] == ["Passwort ändern"]
+    assert units[0]["quality"] == 100
+
+
+@pytest.mark.parametrize(
+    ("query", "count"),
+    [
+        ("", 3),
+        ("?max_candidates=0", 1),
+        ("?max_candidates=-3", 1),
+        ("?max_candidates=100000", 3),
+        ("?max_candidates=many", 3),
+        ("?min_similarity=1000", 1),
+        ("?min_similarity=x", 3),
+        ("?min_similarity=-50&max_candidates=2", 2),
+    ],
+)
+def test_out_of_range_arguments_are_clamped_like_amagama(server, reader, query, count) -> None:
+    """amaGama clamps instead of refusing; a value that is not a number is the default."""
+    reply = unit(server.client, "Open the file", query=query, key=reader)
+    assert reply.status == 200, reply.body
+    assert [u["quality"] for u in reply.json] == [100, 92, 92][:count]
+    assert reply.json[0]["target"] == "Öffnen Sie die Datei"
+
+
+def test_bad_language_tags_are_a_json_400(server, reader) -> None:
+    reply = unit(server.client, "Change password", "en", "!!", key=reader)
+    assert reply.status == 400 and reply.json["field"] == "target_lang"

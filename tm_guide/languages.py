@@ -1,0 +1,78 @@
+"""Language tags: what a tag means, and which tags serve a request for which.
+
+Tags arrive in every spelling a CAT tool or an MT protocol uses (`de_DE`, `EN-GB`, `zh_CN`,
+`sr@latin`, `pt-br`); `normalize` turns each into its BCP 47 form. Matching compares the
+language and the *script* (filled in from CLDR's likely subtags when a tag leaves it out, so `zh-TW`
+is Traditional and `zh_CN` Simplified): the same tag ranks first, the same language and script in
+another region next, and another script never matches (zh-Hans/zh-Hant, sr-Latn/sr-Cyrl).
+
+The data comes from `langcodes` (CLDR likely subtags and the IANA registry), so the rule is the
+registry's, not a table kept here.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import langcodes
+
+from tm_guide.errors import InvalidInput
+
+# glibc/gettext locale modifiers that name a script
+_SCRIPT_MODIFIERS = {"latin": "Latn", "cyrillic": "Cyrl", "arabic": "Arab", "devanagari": "Deva"}
+
+EXACT = 0
+SAME_SCRIPT = 1
+
+
+@lru_cache(maxsize=4096)
+def normalize(tag: str, field: str = "language") -> str:
+    """The BCP 47 form of `tag` (`de_DE` -> `de-DE`, `sr@latin` -> `sr-Latn`, `EN-us` -> `en-US`).
+
+    Raises InvalidInput naming `field` when it is not a language tag."""
+    raw = (tag or "").strip()
+    base, _, modifier = raw.partition("@")
+    base = base.split(".", 1)[0].replace("_", "-")  # de_DE.UTF-8
+    try:
+        language = langcodes.Language.get(base)
+    except (langcodes.LanguageTagError, ValueError):
+        raise InvalidInput(f"{tag!r} is not a language tag like en or de-DE", field=field) from None
+    if not language.language or not language.is_valid():
+        raise InvalidInput(f"{tag!r} is not a language tag like en or de-DE", field=field)
+    script = _SCRIPT_MODIFIERS.get(modifier.lower())
+    if script and not language.script:
+        language = language.update_dict({"script": script})
+    return str(language.to_tag())
+
+
+@lru_cache(maxsize=4096)
+def _language_and_script(tag: str) -> tuple[str, str]:
+    full = langcodes.Language.get(normalize(tag)).maximize()
+    return str(full.language), str(full.script or "")
+
+
+def primary(tag: str) -> str:
+    """The language subtag alone (`de` for `de-AT`)."""
+    return _language_and_script(tag)[0]
+
+
+def match_rank(have: str, want: str) -> int | None:
+    """EXACT when both tags mean the same, SAME_SCRIPT for the same language and script in another
+    (or no) region, None when a translation for one does not serve the other."""
+    try:
+        if normalize(have).lower() == normalize(want).lower():
+            return EXACT
+        if _language_and_script(have) == _language_and_script(want):
+            return SAME_SCRIPT
+    except InvalidInput:
+        return None
+    return None
+
+
+def matches(have: str, want: str) -> bool:
+    return match_rank(have, want) is not None
+
+
+def pair_matches(have: tuple[str, str], want: tuple[str, str]) -> bool:
+    """A (source, target) pair serves another when both sides match."""
+    return matches(have[0], want[0]) and matches(have[1], want[1])
