@@ -12,6 +12,7 @@ registry's, not a table kept here.
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 import langcodes
@@ -20,6 +21,10 @@ from tm_guide.errors import InvalidInput
 
 # glibc/gettext locale modifiers that name a script
 _SCRIPT_MODIFIERS = {"latin": "Latn", "cyrillic": "Cyrl", "arabic": "Arab", "devanagari": "Deva"}
+
+# well-formed: a 2-8 letter language, then subtags; a well-formed tag that names no registered
+# language is accepted and matches only itself
+TAG_PATTERN = re.compile(r"^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$")
 
 EXACT = 0
 SAME_SCRIPT = 1
@@ -33,21 +38,32 @@ def normalize(tag: str, field: str = "language") -> str:
     raw = (tag or "").strip()
     base, _, modifier = raw.partition("@")
     base = base.split(".", 1)[0].replace("_", "-")  # de_DE.UTF-8
-    try:
-        language = langcodes.Language.get(base)
-    except (langcodes.LanguageTagError, ValueError):
-        raise InvalidInput(f"{tag!r} is not a language tag like en or de-DE", field=field) from None
-    if not language.language or not language.is_valid():
+    if not TAG_PATTERN.match(base):
         raise InvalidInput(f"{tag!r} is not a language tag like en or de-DE", field=field)
+    language = _parsed(base)
+    if language is None:  # well-formed, but no grammar langcodes knows: it matches itself only
+        return base.lower()
     script = _SCRIPT_MODIFIERS.get(modifier.lower())
     if script and not language.script:
         language = language.update_dict({"script": script})
     return str(language.to_tag())
 
 
+def _parsed(tag: str) -> langcodes.Language | None:
+    try:
+        language = langcodes.Language.get(tag)
+    except (langcodes.LanguageTagError, ValueError):
+        return None
+    return language if language.language else None
+
+
 @lru_cache(maxsize=4096)
 def _language_and_script(tag: str) -> tuple[str, str]:
-    full = langcodes.Language.get(normalize(tag)).maximize()
+    normalized = normalize(tag)
+    language = _parsed(normalized)
+    if language is None:
+        return normalized, ""
+    full = language.maximize()
     return str(full.language), str(full.script or "")
 
 
