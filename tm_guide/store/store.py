@@ -164,7 +164,9 @@ class Store:
                 row = conn.execute(select(memories).where(memories.c.id == name_or_id)).first()
             else:
                 row = conn.execute(select(memories).where(memories.c.name == name_or_id)).first()
-                if row is None and name_or_id.isdigit():
+                # an id, written in ASCII digits and small enough to be a database integer
+                numeric = name_or_id.isascii() and name_or_id.isdigit() and len(name_or_id) < 19
+                if row is None and numeric:
                     row = conn.execute(
                         select(memories).where(memories.c.id == int(name_or_id))
                     ).first()
