@@ -10,6 +10,7 @@ from tm_guide.decoding import fused_engine
 from tm_guide.decoding.ct2_engine import CT2StepDecoder
 from tm_guide.decoding.search import SearchOptions, _finalize, beam_search, python_beam_search
 from tm_guide.errors import ModelError
+from tm_guide.model import Bundle
 
 from .helpers import TARGETS, int8_gaps, model_inputs, rewards_for
 
@@ -30,8 +31,6 @@ def _plausible_pieces(bundle, inputs):
 
 @pytest.fixture(scope="module")
 def demo_bundle():
-    from tm_guide.model import Bundle
-
     return Bundle.load(BUNDLED_MODEL, intra_threads=1)
 
 
@@ -80,22 +79,90 @@ def test_fused_log_probs_stay_as_close_to_ct2_int8_as_ct2_float_is(
     assert gap <= own + 0.05
 
 
-def test_fused_log_probs_of_the_demo_model_match_ct2(demo_bundle):
-    """On the shipped int8 model the log-probabilities agree with score_batch to ~1e-3."""
+DEMO_PAIRS = [
+    ("Save the document.", "Speichern Sie das Dokument."),
+    ("Choose Format - Cells.", "Wählen Sie Format - Zellen."),
+]
+
+
+def _demo_pairs(bundle):  # type: ignore[no-untyped-def]
+    inputs = model_inputs(bundle, [source for source, _ in DEMO_PAIRS])
+    targets = [bundle.encode_target(target) for _, target in DEMO_PAIRS]
+    return inputs, targets
+
+
+def test_fused_log_probs_of_the_demo_model_match_its_stored_weights_and_ct2(demo_bundle):
+    """Two references for the shipped int8 model.
+
+    1. Exact for the stored weights: CTranslate2's float32 run of the same model.bin (int8
+       weights divided by their stored scales; it equals the torch engine's float run to 1e-4).
+       The fused engine is bit-identical on every CPU, so its distance from this reference is
+       its own activation-quantization noise, the same everywhere: max 0.036, mean <= 0.011 on
+       these pairs. One FFN's scales 2% off, or 5% of its int8 weights off by one, give 0.06.
+    2. CTranslate2's int8 score_batch, whose int8 GEMM differs between CPUs. Where it keeps int32
+       products (AVX-512 VNNI, or Intel MKL) it agrees with the fused engine to ~0.01. On AVX2
+       without VNNI its default oneDNN u8s8 GEMM (int16 saturation of paired products, which
+       oneDNN documents for such CPUs) is the noisy side: on an AMD EPYC (AVX2) max 0.36 / 0.066
+       from reference 1, while with CT2_USE_MKL=1 it matched the fused engine exactly on these
+       pairs. So the fused engine is held to CTranslate2's own measured int8 deviation from
+       reference 1 in this run, plus the fused engine's budget of check 1 (the tight int8-vs-int8
+       comparison is test_fused_log_probs_match_ct2_int8_with_int32_products)."""
     bundle = demo_bundle
+    exact = Bundle.load(bundle.path, compute_type="float32", intra_threads=1)
     decoder = fused_engine.FusedDecoder(bundle.path)
     index = {t: i for i, t in enumerate(bundle.vocabularies.target)}
-    inputs = model_inputs(bundle, ["Save the document.", "Choose Format - Cells."])
-    targets = [
-        bundle.encode_target(t)
-        for t in ["Speichern Sie das Dokument.", "Wählen Sie Format - Zellen."]
-    ]
-    for source, target, scored in zip(
-        inputs, targets, bundle.translator.score_batch(inputs, targets), strict=True
-    ):
+    inputs, targets = _demo_pairs(bundle)
+    int8_run = bundle.translator.score_batch(inputs, targets)
+    float_run = exact.translator.score_batch(inputs, targets)
+    for source, target, scored, floats in zip(inputs, targets, int8_run, float_run, strict=True):
         mine = decoder.score(source, [index[t] for t in target])
-        assert np.abs(mine - np.array(scored.log_probs)).max() < 0.05
-        assert np.abs(mine - np.array(scored.log_probs)).mean() < 0.01
+        reference = np.array(floats.log_probs)
+        ct2 = np.array(scored.log_probs)
+        assert np.abs(mine - reference).max() < 0.05
+        assert np.abs(mine - reference).mean() < 0.015
+        ct2_noise = np.abs(ct2 - reference)
+        assert np.abs(mine - ct2).max() <= ct2_noise.max() + 0.05
+        assert np.abs(mine - ct2).mean() <= ct2_noise.mean() + 0.015
+
+
+_MKL_SCORE = """
+import json, sys
+import ctranslate2
+path, inputs, targets = json.load(sys.stdin)
+translator = ctranslate2.Translator(path, device="cpu", intra_threads=1)
+print(json.dumps([r.log_probs for r in translator.score_batch(inputs, targets)]))
+"""
+
+
+def test_fused_log_probs_match_ct2_int8_with_int32_products(demo_bundle):
+    """CTranslate2 int8 with the Intel MKL GEMM (CT2_USE_MKL=1, a fresh process: the backend is
+    chosen once), which keeps the u8*s8 products in int32 on any x86 ISA, agrees with the fused
+    engine to ~1e-3 (exactly, on an AVX2 EPYC). Skipped where the wheel has no MKL."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    bundle = demo_bundle
+    inputs, targets = _demo_pairs(bundle)
+    run = subprocess.run(
+        [sys.executable, "-c", _MKL_SCORE],
+        input=json.dumps([str(bundle.path), inputs, targets]),
+        capture_output=True,
+        text=True,
+        env={**os.environ, "CT2_USE_MKL": "1"},
+        check=False,
+    )
+    if run.returncode != 0:
+        if "not compiled with Intel MKL" in run.stderr:
+            pytest.skip("this CTranslate2 build has no Intel MKL")
+        raise AssertionError(run.stderr)
+    decoder = fused_engine.FusedDecoder(bundle.path)
+    index = {t: i for i, t in enumerate(bundle.vocabularies.target)}
+    for source, target, scored in zip(inputs, targets, json.loads(run.stdout), strict=True):
+        mine = decoder.score(source, [index[t] for t in target])
+        assert np.abs(mine - np.array(scored)).max() < 0.05
+        assert np.abs(mine - np.array(scored)).mean() < 0.01
 
 
 def test_fused_lambda_zero_matches_native_beam_search_on_the_demo_model(demo_bundle, sentences):
