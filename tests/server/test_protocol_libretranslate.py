@@ -19,7 +19,7 @@ def server(start_server, tiny_bundle_dir):
     server = start_server(
         model=tiny_bundle_dir,
         threads=4,
-        extra_env={"TM_GUIDE_LAMBDA": "5", "TM_GUIDE_PROTOCOLS": "tmserver,libretranslate"},  # TEMP
+        extra_env={"TM_GUIDE_LAMBDA": "5"},
     )
     create_memory(server.client, "docs")
     create_memory(server.client, "empty")

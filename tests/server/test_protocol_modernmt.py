@@ -30,12 +30,7 @@ GLOSSARY_TARGET = "Schließen Sie das Fenster."
 
 @pytest.fixture(scope="module")
 def server(start_server):
-    return start_server(
-        model=BUNDLED_MODEL,
-        threads=4,
-        # TEMP: until server/api/deepl.py exists, the default (every protocol) cannot start
-        extra_env={"TM_GUIDE_PROTOCOLS": "tmserver,libretranslate,modernmt"},
-    )
+    return start_server(model=BUNDLED_MODEL, threads=4)
 
 
 @pytest.fixture(scope="module")

@@ -18,9 +18,7 @@ WIDE = "\U00020000\U00020001" * 250  # 500 characters outside the BMP: 6,000 enc
 
 @pytest.fixture(scope="module")
 def server(start_server):
-    server = start_server(
-        serve_args=("--access-log",), extra_env={"TM_GUIDE_PROTOCOLS": "tmserver,libretranslate"}
-    )  # TEMP
+    server = start_server(serve_args=("--access-log",))
     client = server.client
     create_memory(client, "cli")
     create_memory(client, "django", "en", "de-DE")

@@ -56,3 +56,22 @@ def test_spec_is_openapi_3_and_documents_path_parameters() -> None:
             for placeholder in re.findall(r"{([a-z_]+)}", path):
                 assert placeholder in names, f"{method.upper()} {path}: {placeholder} undocumented"
             assert operation["responses"], f"{method.upper()} {path} has no responses"
+
+
+def test_spec_is_valid_openapi_with_no_field_lost_to_yaml() -> None:
+    """A comma inside a `{...}` flow mapping silently splits a description into a key with no
+    value; the validator does not always notice, so no value may be null."""
+    from openapi_spec_validator import validate
+
+    document = spec()
+    validate(document)
+
+    def nulls(node: object, path: str) -> list[str]:
+        if isinstance(node, dict):
+            found = [f"{path}/{k}" for k, v in node.items() if v is None]
+            return found + [p for k, v in node.items() for p in nulls(v, f"{path}/{k}")]
+        if isinstance(node, list):
+            return [p for i, v in enumerate(node) for p in nulls(v, f"{path}[{i}]")]
+        return []
+
+    assert nulls(document, "") == []
