@@ -134,3 +134,33 @@ def int_arg(name: str, default: int, low: int, high: int) -> int:
             f"query parameter '{name}' must be an integer, not {raw!r}", field=name
         ) from None
     return int(in_range(value, low, high, name))
+
+
+def request_arguments() -> dict[str, Any]:
+    """An MT protocol's parameters, wherever its client puts them: the query string, then a form
+    or a JSON body over it; a field repeated in the query string or a form is a list."""
+    args: dict[str, Any] = {}
+    sources = [request.args]
+    if not request.is_json:
+        sources.append(request.form)
+    for source in sources:
+        for key in source:
+            values = source.getlist(key)
+            args[key] = values if len(values) > 1 else values[0]
+    if request.is_json and request.get_data(cache=True).strip():
+        args.update(json_body())
+    return args
+
+
+def string_arg(args: dict[str, Any], name: str, *, required: bool = False) -> str | None:
+    """A string parameter of `request_arguments`; empty counts as absent."""
+    value = args.get(name)
+    if value is None or value == "":
+        if required:
+            raise InvalidInput(f"missing parameter '{name}'", field=name)
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput(
+            f"parameter '{name}' must be a string, not {json_name(value)}", field=name
+        )
+    return value

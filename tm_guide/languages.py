@@ -92,3 +92,10 @@ def matches(have: str, want: str) -> bool:
 def pair_matches(have: tuple[str, str], want: tuple[str, str]) -> bool:
     """A (source, target) pair serves another when both sides match."""
     return matches(have[0], want[0]) and matches(have[1], want[1])
+
+
+def display_name(tag: str) -> str:
+    """The language's English name ("German", "Chinese (Traditional)"), for protocols that list
+    languages by name; the tag itself when no name is known."""
+    language = _parsed(normalize(tag))
+    return str(language.display_name()) if language is not None else tag

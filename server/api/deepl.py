@@ -44,7 +44,6 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-import langcodes
 from flask import Blueprint, Flask, Response, current_app, jsonify, request
 
 from server.api.common import services
@@ -60,7 +59,7 @@ from server.machine_translation import (
 )
 from server.markup import translate_marked_up
 from server.translation import analyse_memory
-from server.validation import json_body, json_name
+from server.validation import request_arguments, string_arg
 from tm_guide import languages
 from tm_guide.errors import Forbidden, InvalidInput, NotFound, Unauthorized
 from tm_guide.records import SegmentRecord
@@ -113,21 +112,6 @@ def _usage() -> UsageCounter:
 # ---- requests ----------------------------------------------------------------------------------
 
 
-def _arguments() -> dict[str, Any]:
-    """The query string, then a form or a JSON body over it; a repeated field is a list."""
-    args: dict[str, Any] = {}
-    sources = [request.args]
-    if not request.is_json:
-        sources.append(request.form)
-    for source in sources:
-        for key in source:
-            values = source.getlist(key)
-            args[key] = values if len(values) > 1 else values[0]
-    if request.is_json and request.get_data(cache=True).strip():
-        args.update(json_body())
-    return args
-
-
 def _principal(args: dict[str, Any]) -> Principal:
     def token() -> str | None:
         header = request.headers.get("Authorization", "").strip()
@@ -144,21 +128,8 @@ def _principal(args: dict[str, Any]) -> Principal:
     )
 
 
-def _string(args: dict[str, Any], name: str, required: bool = False) -> str | None:
-    value = args.get(name)
-    if value is None or value == "":
-        if required:
-            raise InvalidInput(f"Parameter '{name}' not specified.", field=name)
-        return None
-    if not isinstance(value, str):
-        raise InvalidInput(
-            f"Parameter '{name}' must be a string, not {json_name(value)}.", field=name
-        )
-    return value
-
-
 def _choice(args: dict[str, Any], name: str, allowed: tuple[str, ...]) -> str | None:
-    value = _string(args, name)
+    value = string_arg(args, name)
     if value is not None and value.lower() not in allowed:
         raise InvalidInput(
             f"Value for '{name}' not supported: {value!r}; one of {', '.join(allowed)}.",
@@ -203,30 +174,26 @@ def _code(tag: str) -> str:
     return tag.upper()
 
 
-def _name(tag: str) -> str:
-    return str(langcodes.Language.get(tag).display_name())
-
-
 # ---- translation -------------------------------------------------------------------------------
 
 
 @blueprint.post("/v2/translate")
 def translate() -> Response:
-    args = _arguments()
+    args = request_arguments()
     principal = _principal(args)
     svc = services()
     limits = svc.config.limits
     if args.get("text") is None:
         raise InvalidInput("Parameter 'text' not specified.", field="text")
     texts = require_text_list(args["text"], "text", limits.max_batch_size, limits.max_segment_chars)
-    target = _string(args, "target_lang", required=True) or ""
-    source = _string(args, "source_lang")
+    target = string_arg(args, "target_lang", required=True) or ""
+    source = string_arg(args, "source_lang")
     tag_handling = _choice(args, "tag_handling", TAG_HANDLING)
     ignore_tags = _tag_names(args, "ignore_tags")
     billed = _flag(args, "show_billed_characters")
     _choice(args, "formality", FORMALITY)  # accepted and ignored
-    _string(args, "context")  # accepted and ignored (not translated, not billed)
-    glossary_id = _string(args, "glossary_id")
+    string_arg(args, "context")  # accepted and ignored (not translated, not billed)
+    glossary_id = string_arg(args, "glossary_id")
     options = svc.config.protocols.deepl
 
     memories: tuple[str, ...] = ()
@@ -282,21 +249,27 @@ def _translate_tagged(
 
 @blueprint.route("/v2/languages", methods=["GET", "POST"])
 def languages_view() -> Response:
-    args = _arguments()
+    args = request_arguments()
     _principal(args)
     kind = _choice(args, "type", LANGUAGE_TYPES) or "source"
     source, target = model_pair(services())
     if kind == "source":
-        return jsonify([{"language": _code(source), "name": _name(source)}])
+        return jsonify([{"language": _code(source), "name": languages.display_name(source)}])
     return jsonify(
-        [{"language": _code(target), "name": _name(target), "supports_formality": False}]
+        [
+            {
+                "language": _code(target),
+                "name": languages.display_name(target),
+                "supports_formality": False,
+            }
+        ]
     )
 
 
 @blueprint.route("/v2/usage", methods=["GET", "POST"])
 def usage() -> Response:
     """The characters this key had translated by this worker process since it started."""
-    principal = _principal(_arguments())
+    principal = _principal(request_arguments())
     return jsonify(
         {"character_count": _usage().count(principal.name), "character_limit": CHARACTER_LIMIT}
     )
@@ -348,7 +321,7 @@ def _may_create(principal: Principal) -> bool:
 @blueprint.get("/v2/glossary-language-pairs")
 def glossary_language_pairs() -> Response:
     """The model's pair, to a key that may create glossaries; none to any other key."""
-    principal = _principal(_arguments())
+    principal = _principal(request_arguments())
     pairs = []
     if _may_create(principal):
         source, target = model_pair(services())
@@ -360,7 +333,7 @@ def glossary_language_pairs() -> Response:
 
 @blueprint.get("/v2/glossaries")
 def list_glossaries() -> Response:
-    principal = _principal(_arguments())
+    principal = _principal(request_arguments())
     return jsonify({"glossaries": [_glossary_json(m) for m in _glossaries(principal)]})
 
 
@@ -369,24 +342,24 @@ def create_glossary() -> tuple[Response, int]:
     """A memory of the model's pair named as the glossary, holding its entries (aligned at once,
     so that they guide the next translation that names the glossary); entries posted under the
     name of a glossary that exists are merged into it."""
-    args = _arguments()
+    args = request_arguments()
     principal = _principal(args)
     if not _may_create(principal):
         raise Forbidden(
             f"API key '{principal.name}' may not create glossaries: a glossary is a tm-guide "
             "memory, and creating one needs write access to every memory"
         )
-    name = (_string(args, "name", required=True) or "").strip()
+    name = (string_arg(args, "name", required=True) or "").strip()
     if not name:
         raise InvalidInput("Parameter 'name' must not be blank.", field="name")
     svc = services()
     pair = check_pair(
         svc,
-        _string(args, "source_lang", required=True),
-        _string(args, "target_lang", required=True) or "",
+        string_arg(args, "source_lang", required=True),
+        string_arg(args, "target_lang", required=True) or "",
     )
     entries_format = _choice(args, "entries_format", ENTRIES_FORMATS) or "tsv"
-    entries = _string(args, "entries", required=True) or ""
+    entries = string_arg(args, "entries", required=True) or ""
     records = _entries(entries, entries_format, pair, principal.name)
     store = svc.store()
     try:
@@ -452,13 +425,13 @@ def _entries(text: str, entries_format: str, pair: tuple[str, str], author: str)
 
 @blueprint.get("/v2/glossaries/<glossary_id>")
 def show_glossary(glossary_id: str) -> Response:
-    return jsonify(_glossary_json(_glossary(glossary_id, _principal(_arguments()))))
+    return jsonify(_glossary_json(_glossary(glossary_id, _principal(request_arguments()))))
 
 
 @blueprint.delete("/v2/glossaries/<glossary_id>")
 def delete_glossary(glossary_id: str) -> tuple[str, int]:
     """Deleting a memory is an administrator's act, as in /v1: write on every memory."""
-    principal = _principal(_arguments())
+    principal = _principal(request_arguments())
     memory = _glossary(glossary_id, principal)
     if not _may_create(principal):
         raise Forbidden(
@@ -473,7 +446,7 @@ def delete_glossary(glossary_id: str) -> tuple[str, int]:
 def glossary_entries(glossary_id: str) -> Response:
     """The entries as TSV, one `source<TAB>target` a line (tabs and newlines in a term become
     spaces)."""
-    memory = _glossary(glossary_id, _principal(_arguments()))
+    memory = _glossary(glossary_id, _principal(request_arguments()))
     clean = re.compile(r"[\t\r\n]+")
     lines = [
         f"{clean.sub(' ', s.source)}\t{clean.sub(' ', s.target)}"

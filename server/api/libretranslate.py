@@ -19,8 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import langcodes
-from flask import Blueprint, Flask, Response, jsonify, request
+from flask import Blueprint, Flask, Response, jsonify
 
 from server.api.common import services
 from server.auth import authenticate
@@ -32,7 +31,8 @@ from server.machine_translation import (
     translate_texts,
 )
 from server.markup import translate_marked_up
-from server.validation import json_body
+from server.validation import request_arguments, string_arg
+from tm_guide import languages
 from tm_guide.errors import InvalidInput
 
 PREFIX = "/libretranslate"
@@ -51,20 +51,9 @@ def register(app: Flask) -> None:
     register_error_body(app, PREFIX, error_body)
 
 
-def _arguments() -> dict[str, Any]:
-    """The request's fields, from a JSON body or a form (libretranslatepy sends a form)."""
-    if request.is_json:
-        return json_body()
-    form = request.form
-    args: dict[str, Any] = {key: form.get(key) for key in form}
-    if len(form.getlist("q")) > 1:
-        args["q"] = form.getlist("q")
-    return args
-
-
 @blueprint.post("/translate")
 def translate() -> Response:
-    args = _arguments()
+    args = request_arguments()
     principal = authenticate(
         lambda: args.get("api_key") if isinstance(args.get("api_key"), str) else None,
         "an API key is required: send it as 'api_key'",
@@ -72,11 +61,11 @@ def translate() -> Response:
     svc = services()
     limits = svc.config.limits
     if "q" not in args:
-        raise InvalidInput("Invalid request: missing q parameter", field="q")
+        raise InvalidInput("missing parameter 'q'", field="q")
     texts = require_text_list(args["q"], "q", limits.max_batch_size, limits.max_segment_chars)
-    source = _string(args, "source", required=True)
-    target = _string(args, "target", required=True)
-    text_format = _string(args, "format") or "text"
+    source = string_arg(args, "source", required=True)
+    target = string_arg(args, "target", required=True)
+    text_format = string_arg(args, "format") or "text"
     if text_format not in FORMATS:
         raise InvalidInput(f"format must be one of {', '.join(FORMATS)}", field="format")
     alternatives = _alternatives(args.get("alternatives"))
@@ -118,17 +107,6 @@ def _answer(
     return body
 
 
-def _string(args: dict[str, Any], name: str, required: bool = False) -> str | None:
-    value = args.get(name)
-    if value is None or value == "":
-        if required:
-            raise InvalidInput(f"Invalid request: missing {name} parameter", field=name)
-        return None
-    if not isinstance(value, str):
-        raise InvalidInput(f"Invalid request: {name} must be a string", field=name)
-    return value
-
-
 def _alternatives(value: Any) -> int:
     if value in (None, ""):
         return 0
@@ -150,11 +128,7 @@ def languages_view() -> Response:
     source, target = model_pair(services())
     return jsonify(
         [
-            {"code": source, "name": _name(source), "targets": [target]},
-            {"code": target, "name": _name(target), "targets": []},
+            {"code": source, "name": languages.display_name(source), "targets": [target]},
+            {"code": target, "name": languages.display_name(target), "targets": []},
         ]
     )
-
-
-def _name(tag: str) -> str:
-    return str(langcodes.Language.get(tag).display_name())

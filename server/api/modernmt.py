@@ -53,7 +53,7 @@ from server.machine_translation import (
     translate_texts,
 )
 from server.translation import analyse_memory, analyse_new_segments
-from server.validation import json_body, json_name
+from server.validation import json_name, request_arguments, string_arg
 from tm_guide import languages
 from tm_guide.errors import Conflict, Forbidden, InvalidInput, NotFound, PayloadTooLarge
 from tm_guide.records import SegmentRecord
@@ -123,37 +123,9 @@ def _principal() -> Principal:
     )
 
 
-def _arguments() -> dict[str, Any]:
-    """The request's parameters: the query string, then a form or a JSON body over it."""
-    args: dict[str, Any] = {}
-    sources = [request.args]
-    if not request.is_json:
-        sources.append(request.form)
-    for source in sources:
-        for key in source:
-            values = source.getlist(key)
-            args[key] = values if len(values) > 1 else values[0]
-    if request.is_json and request.get_data(cache=True).strip():
-        args.update(json_body())
-    return args
-
-
-def _string(args: dict[str, Any], name: str, required: bool = False) -> str | None:
-    value = args.get(name)
-    if value is None or value == "":
-        if required:
-            raise InvalidInput(f"missing parameter '{name}'", field=name)
-        return None
-    if not isinstance(value, str):
-        raise InvalidInput(
-            f"parameter '{name}' must be a string, not {json_name(value)}", field=name
-        )
-    return value
-
-
 def _text(args: dict[str, Any], name: str) -> str:
     """A required, non-blank segment text within the segment-length limit."""
-    value = _string(args, name, required=True) or ""
+    value = string_arg(args, name, required=True) or ""
     limit = services().config.limits.max_segment_chars
     if not value.strip():
         raise InvalidInput(f"parameter '{name}' must not be blank", field=name)
@@ -168,7 +140,7 @@ def _tuid(args: dict[str, Any], required: bool = False) -> str | None:
     value = args.get("tuid")
     if isinstance(value, int) and not isinstance(value, bool):
         value = str(value)
-    tuid = _string({"tuid": value}, "tuid", required=required)
+    tuid = string_arg({"tuid": value}, "tuid", required=required)
     if tuid is not None and len(tuid) > 255:
         raise InvalidInput("parameter 'tuid' is longer than 255 characters", field="tuid")
     return tuid
@@ -236,14 +208,14 @@ def _alt_translations(value: Any) -> int:
 @blueprint.route("/translate", methods=["GET", "POST"])
 def translate() -> Response:
     principal = _principal()
-    args = _arguments()
+    args = request_arguments()
     svc = services()
     limits = svc.config.limits
     if args.get("q") is None:
         raise InvalidInput("missing parameter 'q'", field="q")
     texts = require_text_list(args["q"], "q", limits.max_batch_size, limits.max_segment_chars)
-    source = _string(args, "source")
-    target = _string(args, "target", required=True) or ""
+    source = string_arg(args, "source")
+    target = string_arg(args, "target", required=True) or ""
     memories = _memory_refs(args.get("hints"), "hints")
     memories += _memory_refs(args.get("glossaries"), "glossaries")
     alternatives = _alt_translations(args.get("alt_translations"))
@@ -276,7 +248,7 @@ def languages_view() -> Response:
 def detect() -> Response:
     """No detection is done: every text is in the model's source language."""
     _principal()
-    args = _arguments()
+    args = request_arguments()
     svc = services()
     if args.get("q") is None:
         raise InvalidInput("missing parameter 'q'", field="q")
@@ -340,9 +312,9 @@ def create_memory() -> Response:
     on ModernMT doing so). `external_id` is accepted and ignored."""
     principal = _principal()
     _require_all(principal)
-    args = _arguments()
-    name = (_string(args, "name", required=True) or "").strip()
-    description = _string(args, "description") or ""
+    args = request_arguments()
+    name = (string_arg(args, "name", required=True) or "").strip()
+    description = string_arg(args, "description") or ""
     svc = services()
     store = svc.store()
     try:
@@ -435,20 +407,13 @@ def add_content(memory_id: str) -> Response:
         if request.method != "POST":
             raise InvalidInput("a TMX file is imported with POST", field="tmx")
         return _import_tmx(memory, _upload("tmx"))
-    args = _arguments()
-    source = _string(args, "source", required=True) or ""
-    target = _string(args, "target", required=True) or ""
+    args = request_arguments()
+    source = string_arg(args, "source", required=True) or ""
+    target = string_arg(args, "target", required=True) or ""
     sentence, translation = _text(args, "sentence"), _text(args, "translation")
     tuid = _tuid(args, required=request.method == "PUT")
     _check_languages(memory, source, target, "this segment")
-    record = SegmentRecord(
-        source=sentence,
-        target=translation,
-        tuid=tuid,
-        created_by=principal.name,
-        changed_by=principal.name,
-    )
-    return _written(memory, [record], "api")
+    return _written(memory, [_record(sentence, translation, tuid, principal)], "api")
 
 
 def _upload(field: str) -> bytes:
@@ -490,8 +455,8 @@ def add_glossary(memory_id: str) -> Response:
     of the memory, so they guide like any other."""
     principal = _principal()
     memory = _memory(memory_id, principal, "write")
-    args = _arguments()
-    kind = _string(args, "type", required=True)
+    args = request_arguments()
+    kind = string_arg(args, "type", required=True)
     if kind not in GLOSSARY_TYPES:
         raise InvalidInput(
             f"parameter 'type' must be one of {', '.join(GLOSSARY_TYPES)}", field="type"
@@ -505,14 +470,17 @@ def add_glossary(memory_id: str) -> Response:
         raise InvalidInput("missing parameter 'csv' (a file) or 'terms'", field="csv")
     tuid = _tuid(args, required=request.method == "PUT")
     source, target = _glossary_terms(args["terms"], memory, kind)
-    record = SegmentRecord(
+    return _written(memory, [_record(source, target, tuid, principal)], "api")
+
+
+def _record(source: str, target: str, tuid: str | None, principal: Principal) -> SegmentRecord:
+    return SegmentRecord(
         source=source,
         target=target,
         tuid=tuid,
         created_by=principal.name,
         changed_by=principal.name,
     )
-    return _written(memory, [record], "api")
 
 
 def _glossary_terms(terms: Any, memory: Any, kind: str) -> tuple[str, str]:

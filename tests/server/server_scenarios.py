@@ -20,6 +20,14 @@ TMX = """<?xml version="1.0" encoding="UTF-8"?>
 </body></tmx>
 """
 
+# A query for the bundled demo model (en->de), which says "Klicken Sie auf OK, um den Dialog zu
+# schließen."; the TM target's words (Fenster, verlassen) are not what it produces unguided, so
+# they show that the segment's pieces guided a translation.
+QUERY = "Click OK to close the dialog."
+TM_TARGET = "Klicken Sie auf OK, um das Fenster zu verlassen."
+GLOSSARY_SOURCE = "Close the dialog."
+GLOSSARY_TARGET = "Schließen Sie das Fenster."
+
 BOMB = """<?xml version="1.0"?>
 <!DOCTYPE tmx [
  <!ENTITY a "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa">

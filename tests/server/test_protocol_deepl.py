@@ -13,16 +13,9 @@ from typing import Any
 import deepl
 import pytest
 import requests
-from server_scenarios import add_segment
+from server_scenarios import GLOSSARY_SOURCE, GLOSSARY_TARGET, QUERY, TM_TARGET, add_segment
 
 from tm_guide.config import BUNDLED_MODEL
-
-QUERY = "Click OK to close the dialog."
-# The demo model says "Klicken Sie auf OK, um den Dialog zu schließen."; this target's words
-# (Fenster, verlassen) are not what it produces unguided, so they show the segment's pieces.
-TM_TARGET = "Klicken Sie auf OK, um das Fenster zu verlassen."
-GLOSSARY_SOURCE = "Close the dialog."
-GLOSSARY_TARGET = "Schließen Sie das Fenster."
 
 
 @pytest.fixture(scope="module")

@@ -106,10 +106,10 @@ def test_html_keeps_tags_and_translates_between_them(server, keys) -> None:
     [
         ({"q": "Hi", "source": "en", "target": "de"}, 403, "API key"),
         ({"q": "Hi", "source": "en", "target": "de", "api_key": "wrong"}, 403, "invalid"),
-        ({"source": "en", "target": "de", "api_key": "KEY"}, 400, "missing q"),
+        ({"source": "en", "target": "de", "api_key": "KEY"}, 400, "missing parameter 'q'"),
         ({"q": 5, "source": "en", "target": "de", "api_key": "KEY"}, 400, "'q'"),
         ({"q": [], "source": "en", "target": "de", "api_key": "KEY"}, 400, "'q'"),
-        ({"q": "Hi", "source": "en", "api_key": "KEY"}, 400, "missing target"),
+        ({"q": "Hi", "source": "en", "api_key": "KEY"}, 400, "missing parameter 'target'"),
         ({"q": "Hi", "source": "en", "target": "fr", "api_key": "KEY"}, 400, "not supported"),
         ({"q": "Hi", "source": "en", "target": "??", "api_key": "KEY"}, 400, "language tag"),
         (

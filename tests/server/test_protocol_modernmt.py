@@ -16,16 +16,9 @@ from typing import Any
 import pytest
 import requests
 from modernmt import ModernMT, ModernMTException
-from server_scenarios import TMX
+from server_scenarios import GLOSSARY_SOURCE, GLOSSARY_TARGET, QUERY, TM_TARGET, TMX
 
 from tm_guide.config import BUNDLED_MODEL
-
-QUERY = "Click OK to close the dialog."
-# The demo model says "Klicken Sie auf OK, um den Dialog zu schließen."; this target's words
-# (Fenster, verlassen) are not what it produces unguided, so they show the segment's pieces.
-TM_TARGET = "Klicken Sie auf OK, um das Fenster zu verlassen."
-GLOSSARY_SOURCE = "Close the dialog."
-GLOSSARY_TARGET = "Schließen Sie das Fenster."
 
 
 @pytest.fixture(scope="module")
