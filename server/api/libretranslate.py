@@ -63,8 +63,8 @@ def translate() -> Response:
     if "q" not in args:
         raise InvalidInput("missing parameter 'q'", field="q")
     texts = require_text_list(args["q"], "q", limits.max_batch_size, limits.max_segment_chars)
-    source = string_arg(args, "source", required=True)
-    target = string_arg(args, "target", required=True)
+    source = string_arg(args, "source", required=True) or ""
+    target = string_arg(args, "target", required=True) or ""
     text_format = string_arg(args, "format") or "text"
     if text_format not in FORMATS:
         raise InvalidInput(f"format must be one of {', '.join(FORMATS)}", field="format")
@@ -79,7 +79,7 @@ def translate() -> Response:
         translated = translate_marked_up(
             list(texts), lambda runs: [t.text for t in run(runs).items]
         )
-        outputs = [(text, ()) for text in translated]
+        outputs: list[tuple[str, tuple[str, ...]]] = [(text, ()) for text in translated]
         detected = model_pair(svc)[0]
     else:
         result = run(list(texts), alternatives)

@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
+from flask.blueprints import BlueprintSetupState
 from werkzeug.routing import BaseConverter
 
 from server.api.common import services
@@ -49,7 +50,9 @@ class AnyText(BaseConverter):
     part_isolating = False
 
 
-blueprint.record_once(lambda state: state.app.url_map.converters.setdefault("anytext", AnyText))
+@blueprint.record_once
+def _register_converter(state: BlueprintSetupState) -> None:
+    state.app.url_map.converters.setdefault("anytext", AnyText)
 
 UNIT = "/<source_lang>/<target_lang>/unit/<anytext:text>"
 
