@@ -1,0 +1,149 @@
+"""Weblate's own tmserver, LibreTranslate, ModernMT and DeepL services against the real server.
+
+The classes come from Weblate's published wheel and run unchanged; `weblate_harness` says what
+around them is stubbed. Each is configured as a Weblate administrator would (a URL and a key).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import requests
+import weblate_harness
+from server_scenarios import QUERY, TM_TARGET, add_segment, create_memory
+
+from tm_guide.config import BUNDLED_MODEL
+
+MULTILINE = "Usage: cp [OPTION]... SOURCE DEST\n  or:  cp [OPTION]... SOURCE... DIRECTORY\n"
+CJK = "文件" * 230  # Weblate sends at most 500 characters; this is 4,140 bytes percent-encoded
+
+
+@pytest.fixture(scope="module")
+def weblate():
+    return weblate_harness.load(Path.home() / ".cache" / "tm-guide-tests")
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache(weblate):
+    """Weblate caches languages, translations and rate limits; each test starts without."""
+    weblate_harness.clear_cache()
+
+
+@pytest.fixture(scope="module")
+def server(start_server):
+    server = start_server(model=BUNDLED_MODEL, threads=4)
+    client = server.client
+    create_memory(client, "docs")
+    create_memory(client, "zh", "en", "zh-CN")
+    add_segment(client, "docs", "Change password", "Passwort ändern")
+    add_segment(client, "docs", MULTILINE, "Aufruf: cp [OPTION]... QUELLE ZIEL\n")
+    add_segment(client, "docs", "/usr/share/doc", "/usr/share/doc (de)")
+    add_segment(client, "zh", CJK, "简体")
+    return server
+
+
+@pytest.fixture(scope="module")
+def token(server) -> str:
+    return server.create_key("weblate", "docs:write", "zh:read")
+
+
+def base(server) -> str:
+    return f"http://127.0.0.1:{server.client.port}"
+
+
+def suggested(server, text: str) -> str:
+    reply = server.client.post("/v1/suggest", {"source": text, "memories": ["docs"]})
+    assert reply.status == 200, reply.body
+    return reply.json["results"][0]["translation"]["text"]
+
+
+def texts(results: dict, source: str) -> list[tuple[str, int]]:
+    return [(r["text"], r["quality"]) for r in results[source]]
+
+
+def test_tmserver_with_the_key_in_its_url(weblate, server, token) -> None:
+    service = weblate.TMServer({"url": f"{base(server)}/tmserver/key/{token}"})
+    en, de = weblate.Language("en"), weblate.Language("de_DE")
+    source, target = service.get_languages(en, de)
+    assert (source, target) == ("en", "de_de")
+    sources = ["Change Password", MULTILINE, "/usr/share/doc", "Nothing like it at all"]
+    found = service._translate(
+        source, target, [(text, weblate_harness.unit()) for text in sources], threshold=75
+    )
+    assert texts(found, "Change Password") == [("Passwort ändern", 93)]
+    assert texts(found, MULTILINE) == [("Aufruf: cp [OPTION]... QUELLE ZIEL\n", 100)]
+    assert texts(found, "/usr/share/doc") == [("/usr/share/doc (de)", 100)]
+    assert found["Nothing like it at all"] == []
+    chinese = service._translate("en", "zh_hans", [(CJK, weblate_harness.unit())], threshold=75)
+    assert texts(chinese, CJK) == [("简体", 100)]
+
+
+def test_tmserver_with_a_wrong_key_is_an_error_not_silence(weblate, server) -> None:
+    service = weblate.TMServer({"url": f"{base(server)}/tmserver/key/not-a-key"})
+    with pytest.raises(weblate.MachineTranslationError, match="401.*unauthorized"):
+        service._translate("en", "de", [("Change password", weblate_harness.unit())], threshold=75)
+
+
+def test_libretranslate_gives_the_guided_translation(weblate, server, token) -> None:
+    service = weblate.LibreTranslate({"url": f"{base(server)}/libretranslate/", "key": token})
+    service.validate_settings()
+    source, target = service.get_languages(weblate.Language("en"), weblate.Language("de"))
+    found = service._translate(source, target, [(QUERY, weblate_harness.unit())], threshold=75)
+    assert texts(found, QUERY) == [(suggested(server, QUERY), service.max_score)]
+
+
+def test_deepl_keeps_placeholders_through_its_xml_tags(weblate, server, token) -> None:
+    service = weblate.DeepL({"url": f"{base(server)}/deepl/v2/", "key": token})
+    service.validate_settings()
+    source, target = service.get_languages(weblate.Language("en"), weblate.Language("de"))
+    assert (source, target) == ("EN", "DE")
+    text = "Click %s to close the dialog."
+    found = service._translate(
+        source,
+        target,
+        [(text, weblate_harness.unit()), (QUERY, weblate_harness.unit())],
+        threshold=75,
+    )
+    assert "%s" in found[text][0]["text"]
+    assert found[QUERY][0]["text"] == suggested(server, QUERY)
+
+
+def test_modernmt_gives_the_guided_translation(weblate, server, token) -> None:
+    service = weblate.ModernMT({"url": f"{base(server)}/modernmt/", "key": token})
+    service.validate_settings()
+    source, target = service.get_languages(weblate.Language("en"), weblate.Language("de"))
+    found = service._translate(source, target, [(QUERY, weblate_harness.unit())], threshold=75)
+    assert texts(found, QUERY) == [(suggested(server, QUERY), service.max_score)]
+
+
+def test_a_segment_written_through_modernmt_is_used_by_the_next_suggestions(
+    weblate, server, token
+) -> None:
+    """A CAT tool confirms a segment through ModernMT's memories API (as Matecat's connector
+    does); Weblate's tmserver service then finds it and its DeepL service is guided by it."""
+    deepl = weblate.DeepL({"url": f"{base(server)}/deepl/v2/", "key": token})
+    before = deepl._translate("EN", "DE", [(QUERY, weblate_harness.unit())], threshold=75)[QUERY][
+        0
+    ]["text"]
+    memories = requests.get(
+        f"{base(server)}/modernmt/memories", headers={"MMT-ApiKey": token}, timeout=30
+    ).json()["data"]
+    docs = next(m for m in memories if m["name"] == "docs")
+    written = requests.post(
+        f"{base(server)}/modernmt/memories/{docs['id']}/content",
+        data={"source": "en", "target": "de", "sentence": QUERY, "translation": TM_TARGET},
+        headers={"MMT-ApiKey": token},
+        timeout=60,
+    )
+    assert written.status_code == 200, written.text
+
+    tmserver = weblate.TMServer({"url": f"{base(server)}/tmserver/key/{token}"})
+    matches = tmserver._translate("en", "de", [(QUERY, weblate_harness.unit())], threshold=75)
+    assert texts(matches, QUERY) == [(TM_TARGET, 100)]
+    weblate_harness.clear_cache()  # Weblate would otherwise answer from its cache
+    after = deepl._translate("EN", "DE", [(QUERY, weblate_harness.unit())], threshold=75)[QUERY][0][
+        "text"
+    ]
+    assert "Fenster" in after and "Fenster" not in before
+    assert after == suggested(server, QUERY)
