@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from server.api.common import iso
-from server.matching import match_percentage
 from server.services import Services
 from server.translation import (
     MTOptions,
@@ -22,6 +21,7 @@ from server.translation import (
 )
 from tm_guide import languages
 from tm_guide.errors import Unprocessable
+from tm_guide.matching import match_percentage
 
 
 @dataclass(frozen=True)

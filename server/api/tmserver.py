@@ -4,7 +4,7 @@ GET /tmserver/<source_lang>/<target_lang>/unit/<text>?max_candidates=5&min_simil
 JSON list of {source, target, context, quality, rank}, best first:
 
 - `quality` is amaGama's: character-level Levenshtein similarity in percent
-  (`server.matching.amagama_quality`), which is what Weblate's threshold of 75 is meant for;
+  (`tm_guide.matching.amagama_quality`), which is what Weblate's threshold of 75 is meant for;
   `rank` is the retrieval score.
 - It reads every memory of that language pair the caller may read (tags match by
   `tm_guide.languages`: de_DE finds a `de` memory, zh_CN never a zh-TW one), or the memories
@@ -28,9 +28,9 @@ from werkzeug.routing import BaseConverter
 
 from server.api.common import services
 from server.auth import LOCAL_USER, Principal, authenticate, current_principal
-from server.matching import amagama_quality
 from tm_guide import languages
 from tm_guide.errors import InvalidInput
+from tm_guide.matching import amagama_quality
 from tm_guide.store.types import SearchHit
 
 blueprint = Blueprint("tmserver", __name__, url_prefix="/tmserver")

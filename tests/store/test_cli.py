@@ -39,7 +39,8 @@ def test_create_import_search_export_round_trip(cli, tmp_path: Path, capsys) -> 
     out = capsys.readouterr().out.splitlines()
     assert out[0].split() == ["100%", "Open", "the", "file"]
     assert out[1].strip() == "Datei öffnen"
-    assert out[2].split()[0] == "67%"  # "Close the file": 1 edit in 3 words
+    # "Close the file": 1 edit in 3 words, floored as /v1/suggest and every CAT tool show it
+    assert out[2].split()[0] == "66%"
 
     exported = tmp_path / "ui.tmx"
     assert cli("export", "ui", str(exported)) == 0

@@ -3,23 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import re
 
 from tm_guide.cli.storeopen import open_store
 from tm_guide.errors import InvalidInput
-from tm_guide.similarity import token_similarity
-
-# Words and punctuation, case kept: what a translator sees as a difference counts.
-_TOKEN = re.compile(r"\w+|[^\w\s]")
-
-
-def match_tokens(text: str) -> list[str]:
-    return _TOKEN.findall(text)
-
-
-def fuzzy_percent(query: str, source: str) -> int:
-    """Eq. 9 similarity on word tokens as a whole percentage (100 = exact match)."""
-    return round(100 * token_similarity(match_tokens(query), match_tokens(source)))
+from tm_guide.matching import match_percentage
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -27,7 +14,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "search",
         help="find the most similar TM segments for a sentence",
         description="Retrieve candidates by BM25 over the source side, then rank them by "
-        "fuzzy-match percentage (1 - word edit distance / longer length).",
+        "fuzzy-match percentage, as the server's matches show it "
+        "(tm_guide.matching.match_percentage).",
     )
     parser.add_argument("text", help="the sentence to look up")
     parser.add_argument(
@@ -50,7 +38,7 @@ def search(args: argparse.Namespace) -> int:
         names = {m.id: m.name for m in chosen}
         hits = store.search([m.id for m in chosen], args.text, max(args.candidates, args.limit))
     ranked = sorted(
-        ((fuzzy_percent(args.text, h.segment.source), h) for h in hits),
+        ((match_percentage(args.text, h.segment.source), h) for h in hits),
         key=lambda item: (-item[0], -item[1].score),
     )
     shown = [(p, h) for p, h in ranked if p >= args.min][: args.limit]
