@@ -54,6 +54,7 @@ class AnyText(BaseConverter):
 def _register_converter(state: BlueprintSetupState) -> None:
     state.app.url_map.converters.setdefault("anytext", AnyText)
 
+
 UNIT = "/<source_lang>/<target_lang>/unit/<anytext:text>"
 
 
