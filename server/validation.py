@@ -54,7 +54,28 @@ def json_body() -> dict[str, Any]:
         raise InvalidInput(
             f"request body must be a JSON object, not {json_name(body)}", field="body"
         )
+    _refuse_lone_surrogates(body, "")
     return body
+
+
+def _refuse_lone_surrogates(value: Any, where: str) -> None:
+    """JSON's `\\ud800` escapes can spell half a character, which no text can hold: 400 naming
+    the field, before anything tries to encode it."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            field = where or "body"
+            raise InvalidInput(
+                f"field '{field}' holds a lone UTF-16 surrogate (half a character)", field=field
+            ) from None
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _refuse_lone_surrogates(key, where or "body")
+            _refuse_lone_surrogates(item, f"{where}.{key}" if where else str(key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _refuse_lone_surrogates(item, f"{where}[{i}]")
 
 
 def get_field(

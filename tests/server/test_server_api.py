@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from server_client import Client, path_quote
 from server_scenarios import BOMB, TMX, add_segment, concurrent_writers, create_memory, wait_for_job
+
+JSON = {"Content-Type": "application/json"}
 
 
 @pytest.fixture(scope="module")
@@ -269,3 +273,31 @@ def test_health_metrics_and_readiness_without_a_model(client: Client) -> None:
         in text
     )
     assert "tm_guide_http_request_duration_seconds_bucket" in text
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/v1/memories/docs/segments", {"source": "a\ud800", "target": "b"}, "source"),
+        ("/libretranslate/translate", {"q": ["ok", "\udfff"], "target": "de"}, "q[1]"),
+        ("/deepl/v2/translate", {"text": ["\ud800"], "target_lang": "DE"}, "text[0]"),
+    ],
+)
+def test_a_lone_surrogate_is_a_400_naming_its_field(client: Client, path, body, field) -> None:
+    """JSON can spell half a UTF-16 pair; it is refused before anything tries to encode it."""
+    before = client.get("/v1/memories/docs").json
+    reply = client.post(path, raw=json.dumps(body).encode(), headers=JSON)
+    assert reply.status == 400, reply.body
+    assert f"'{field}'" in reply.body.decode()
+    assert client.get("/v1/memories/docs").json == before
+
+
+@pytest.mark.parametrize("text", ["a\u0000b", "tab\tok\u0007bell", "\ufffe"])
+def test_text_xml_cannot_hold_is_refused_and_nothing_is_stored(client: Client, text) -> None:
+    """Stored, such a segment would make every later TMX export of the memory fail."""
+    before = client.get("/v1/memories/docs").json
+    reply = client.post("/v1/memories/docs/segments", {"source": "Fine", "target": text})
+    assert reply.status == 400 and reply.json["field"] == "target", reply.body
+    assert "U+" in reply.json["message"]
+    assert client.get("/v1/memories/docs").json == before
+    assert client.get("/v1/memories/docs/export").status == 200

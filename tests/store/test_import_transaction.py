@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tm_guide.errors import ImportFormatError
+from tm_guide.errors import ImportFormatError, InvalidInput
 from tm_guide.formats import read_tmx
 from tm_guide.records import SegmentRecord
 from tm_guide.store import Store, StoreOptions
@@ -87,3 +87,21 @@ def test_import_across_statistics_refreshes(db_url: str, index_dir: Path) -> Non
         assert snapshot(store, "ui") == before
         hits = store.search([memory.id], "Sentence 3000", limit=100)
         assert hits and all(hit.segment.source != "Sentence 3000" for hit in hits)
+
+
+def test_a_character_xml_cannot_hold_fails_the_import_naming_file_line_and_field(
+    store: Store,
+) -> None:
+    """Stored, it would make every later TMX export of the memory fail; refused, the import is
+    rolled back like any other failure."""
+    memory = store.create_memory("ui", "en", "de")
+    store.import_records(memory, [SegmentRecord("Open the file", "Datei öffnen")])
+    before = snapshot(store, "ui")
+    records = [
+        SegmentRecord("Fine", "Gut", line=3),
+        SegmentRecord("Bell", "Glocke\x07", line=7),
+    ]
+    with pytest.raises(InvalidInput, match=r"app\.po:7: target holds U\+0007") as raised:
+        store.import_records(store.get_memory("ui"), records, source_name="app.po")
+    assert raised.value.field == "target"
+    assert snapshot(store, "ui") == before

@@ -6,6 +6,7 @@ then flushed with a few executemany statements, so that bulk imports stay fast.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -50,6 +51,11 @@ class _Row:
     text_changed: bool = False
 
 
+# what XML 1.0 cannot hold (control characters, lone surrogates, U+FFFE/U+FFFF): a segment with
+# one could be stored but never exported as TMX, so no writer may store it
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
 def _validate(record: SegmentRecord, where: str) -> str | None:
     """Why the record cannot be stored, or None. Empty sides are skipped, not fatal."""
     if not isinstance(record.source, str) or not isinstance(record.target, str):
@@ -58,6 +64,23 @@ def _validate(record: SegmentRecord, where: str) -> str | None:
         return "empty"
     if record.tuid is not None and len(record.tuid) > 255:
         raise InvalidInput(f"{where}: tuid longer than 255 characters", field="tuid")
+    texts = {
+        "source": record.source,
+        "target": record.target,
+        "tuid": record.tuid,
+        "context": record.context,
+        "created_by": record.created_by,
+        "changed_by": record.changed_by,
+        **{f"props.{k}": f"{k}{v}" for k, v in (record.props or {}).items()},
+    }
+    for name, text in texts.items():
+        bad = _NOT_XML.search(text) if isinstance(text, str) else None
+        if bad is not None:
+            raise InvalidInput(
+                f"{where}: {name} holds U+{ord(bad.group()):04X} at character {bad.start()}, "
+                "which a translation memory cannot store (XML 1.0 does not allow it)",
+                field=name,
+            )
     return None
 
 
