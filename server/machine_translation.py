@@ -102,6 +102,7 @@ def check_pair(services: Services, source_lang: str | None, target_lang: str) ->
     """The request's pair, normalised, after checking that the model translates it."""
     model_source, model_target = model_pair(services)
     source = model_source if source_lang in (None, "", "auto") else str(source_lang)
+    pair = []
     for tag, model_tag, field in (
         (source, model_source, "source"),
         (target_lang, model_target, "target"),
@@ -113,7 +114,8 @@ def check_pair(services: Services, source_lang: str | None, target_lang: str) ->
                 f"{field} language {tag!r} is not supported",
                 field=field,
             )
-    return languages.normalize(source), languages.normalize(target_lang)
+        pair.append(normalized)
+    return pair[0], pair[1]
 
 
 def translate_texts(
