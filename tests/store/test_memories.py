@@ -64,3 +64,14 @@ def test_deleting_a_memory_deletes_its_segments(store: Store) -> None:
     assert store.get_segments([segment.id]) == []
     again = store.create_memory("ui", "en", "de")
     assert store.search([again.id], "Open the file") == []
+
+
+@pytest.mark.parametrize(
+    ("given", "stored"),
+    [("zh_CN", "zh-CN"), ("sr@latin", "sr-Latn"), ("de_DE.UTF-8", "de-DE"), ("EN-gb", "en-GB")],
+)
+def test_language_tags_are_stored_in_bcp47_form(store: Store, given: str, stored: str) -> None:
+    """One spelling in the database, whichever a catalogue or a CAT tool used."""
+    memory = store.create_memory("m", "en", given)
+    assert memory.target_lang == stored
+    assert store.get_memory("m").target_lang == stored

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import re
 import secrets
 import time
 import uuid as uuidlib
@@ -23,6 +22,7 @@ from sqlalchemy import Connection, Engine, bindparam, delete, func, insert, sele
 from sqlalchemy.exc import IntegrityError
 from tqdm import tqdm
 
+from tm_guide import languages
 from tm_guide.config import default_index_dir
 from tm_guide.errors import Conflict, InvalidInput, NotFound, Unauthorized
 from tm_guide.index import IndexChange, IndexDoc, IndexOptions, MemoryKey, SourceIndex, WhooshIndex
@@ -44,7 +44,6 @@ memories = memories_table
 segments = segments_table
 api_keys = api_keys_table
 
-LANGUAGE_TAG = re.compile(r"^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$")
 ACCESS_LEVELS = ("read", "write")
 TOKEN_PREFIX = "tmg_"
 
@@ -133,11 +132,12 @@ class Store:
         name = (name or "").strip()
         if not name or len(name) > 200:
             raise InvalidInput("memory name must be 1 to 200 characters", field="name")
+        # stored in BCP 47 form, whichever spelling came in (zh_CN, sr@latin, de_DE.UTF-8)
         for label, tag in (("source_lang", source_lang), ("target_lang", target_lang)):
-            if not isinstance(tag, str) or not LANGUAGE_TAG.match(tag):
-                raise InvalidInput(
-                    f"{label} {tag!r} is not a language tag like en or de-DE", field=label
-                )
+            if not isinstance(tag, str):
+                raise InvalidInput(f"{label} must be a language tag like en or de-DE", field=label)
+        source_lang = languages.normalize(source_lang, field="source_lang")
+        target_lang = languages.normalize(target_lang, field="target_lang")
         values = {
             "uuid": uuidlib.uuid4().hex,
             "name": name,
