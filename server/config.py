@@ -174,6 +174,7 @@ class ServerConfig:
     TM_GUIDE_AUTH                 on (default) or off; off is honoured only for loopback clients
     TM_GUIDE_TMSERVER_ANONYMOUS   1 lets the read-only tmserver endpoint answer without a key
     TM_GUIDE_JOBS_DIR             import uploads and job state (default: beside the index)
+    TM_GUIDE_JOB_TTL_HOURS        how long an ended job's record is kept (default 168: a week)
     TM_GUIDE_MAX_BODY_BYTES, TM_GUIDE_MAX_IMPORT_BYTES, TM_GUIDE_MAX_BATCH_SIZE,
     TM_GUIDE_MAX_SEGMENT_CHARS    the limits
     TM_GUIDE_BATCH_MAX_SENTENCES  sentences decoded together at most (default 32; 1 = no batching)
@@ -195,6 +196,7 @@ class ServerConfig:
     auth_enabled: bool = True
     tmserver_anonymous: bool = False
     jobs_dir: Path | None = None
+    job_ttl_hours: float = 168.0
     protocols: Protocols = field(default_factory=Protocols)
 
     @property
@@ -233,6 +235,7 @@ class ServerConfig:
             auth_enabled=_switch_env("TM_GUIDE_AUTH", True),
             tmserver_anonymous=_switch_env("TM_GUIDE_TMSERVER_ANONYMOUS", False),
             jobs_dir=Path(jobs_dir) if jobs_dir else None,
+            job_ttl_hours=_float_env("TM_GUIDE_JOB_TTL_HOURS", 168.0, maximum=24 * 365 * 10),
             protocols=Protocols.from_env(),
         )
 

@@ -3,7 +3,14 @@
 One job = an uploaded file `<id>.upload` plus its state `<id>.json` (rewritten atomically). Jobs of
 one worker run one after another on a single thread: imports are write-heavy and the store takes
 one transaction per import, so running them side by side would only make them wait on each other.
-A worker that dies mid-job leaves its job "running"; the state says when it last made progress.
+
+A job names the process running it (`worker`: host, pid and the process's start time, so a reused
+pid is not mistaken for it). A queued or running job whose process is gone (a crash, a kill -9, a
+restart) reads as "interrupted", with `committed` saying what reached the database: "nothing"
+while the file was still being read (an import is one transaction), "all" once it was committed
+(only the alignment after it was cut short, which the piece builder redoes on demand). An
+interrupted job that committed nothing keeps its upload and can be retried. Finished and
+interrupted job records are deleted `ttl_s` after they ended (TM_GUIDE_JOB_TTL_HOURS).
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ import json
 import logging
 import os
 import secrets
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -20,15 +28,42 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
-from tm_guide.errors import NotFound, TMGuideError
+from tm_guide.errors import Conflict, NotFound, TMGuideError
 
 log = logging.getLogger(__name__)
 
 JOB_ID_LENGTH = 16
+ACTIVE = ("queued", "running")
+ENDED = ("succeeded", "failed", "interrupted")
+# phases before the import's transaction commits: a job cut short there committed nothing
+UNCOMMITTED_PHASES = ("queued", "reading")
 
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _start_time(pid: int) -> str | None:
+    """When process `pid` started (Linux: field 22 of /proc/<pid>/stat), None if it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def this_worker() -> dict[str, Any]:
+    pid = os.getpid()
+    return {"host": socket.gethostname(), "pid": pid, "started": _start_time(pid)}
+
+
+def worker_alive(worker: dict[str, Any] | None) -> bool:
+    """Whether the process that ran a job still runs; a job of another host is taken as alive
+    (its own server reports it)."""
+    if not worker or worker.get("host") != socket.gethostname():
+        return True
+    started = _start_time(int(worker.get("pid", -1)))
+    return started is not None and started == worker.get("started")
 
 
 class CountingReader:
@@ -48,8 +83,9 @@ class CountingReader:
 class JobBoard:
     """Creates, runs and reports import jobs for one worker."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, ttl_s: float = 7 * 24 * 3600) -> None:
         self.directory = directory
+        self.ttl_s = ttl_s
         self._executor: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
 
@@ -63,6 +99,7 @@ class JobBoard:
 
     def new_job(self, kind: str, memory: str, owner: str) -> str:
         self.directory.mkdir(parents=True, exist_ok=True)
+        self.expire()
         job_id = secrets.token_hex(JOB_ID_LENGTH)
         self.write(
             job_id,
@@ -79,16 +116,87 @@ class JobBoard:
                 "created_at": _now(),
                 "updated_at": _now(),
                 "finished_at": None,
+                "worker": this_worker(),
+                "committed": None,
             },
         )
         return job_id
 
     def read(self, job_id: str) -> dict[str, Any]:
+        """The job's state; one whose process died is marked interrupted here, once."""
         path = self._path(job_id, ".json")
         try:
-            return json.loads(path.read_text(encoding="utf-8"))
+            state: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise NotFound(f"no job '{job_id}'") from None
+        if state.get("status") in ACTIVE and not worker_alive(state.get("worker")):
+            committed = "nothing" if state.get("phase") in UNCOMMITTED_PHASES else "all"
+            state.update(
+                status="interrupted",
+                committed=committed,
+                finished_at=_now(),
+                error={
+                    "error": "interrupted",
+                    "message": "the server process running this job stopped before it ended; "
+                    + (
+                        "nothing was stored, retry it"
+                        if committed == "nothing"
+                        else "its records were stored; only their alignment was cut short"
+                    ),
+                },
+            )
+            self.write(job_id, state)
+            if committed == "all":
+                self.upload_path(job_id).unlink(missing_ok=True)
+        return state
+
+    def refuse(self, job_id: str, error: dict[str, str]) -> None:
+        """End a job before it ran (its upload was unusable): failed, nothing stored."""
+        self.update(job_id, status="failed", error=error, committed="nothing", finished_at=_now())
+
+    def retry(self, job_id: str) -> dict[str, Any]:
+        """Queue an interrupted job that committed nothing again, with the same upload."""
+        with self._lock:
+            return self._requeue(job_id)
+
+    def _requeue(self, job_id: str) -> dict[str, Any]:
+        state = self.read(job_id)
+        if state["status"] != "interrupted" or state.get("committed") != "nothing":
+            raise Conflict(
+                f"job '{job_id}' is {state['status']}; only an interrupted job that stored "
+                "nothing can be retried",
+                field="job_id",
+            )
+        if not self.upload_path(job_id).is_file():
+            raise Conflict(f"the upload of job '{job_id}' is gone; start a new import")
+        return self.update(
+            job_id,
+            status="queued",
+            phase="queued",
+            error=None,
+            committed=None,
+            finished_at=None,
+            worker=this_worker(),
+        )
+
+    def expire(self) -> int:
+        """Delete the records (and any upload) of jobs that ended more than `ttl_s` ago."""
+        cutoff = time.time() - self.ttl_s
+        removed = 0
+        for path in self.directory.glob("*.json"):
+            try:
+                state = json.loads(path.read_text(encoding="utf-8"))
+                ended = state.get("finished_at")
+                if state.get("status") not in ENDED or not ended:
+                    continue
+                if datetime.fromisoformat(ended).timestamp() >= cutoff:
+                    continue
+            except (OSError, ValueError):
+                continue
+            path.unlink(missing_ok=True)
+            path.with_suffix(".upload").unlink(missing_ok=True)
+            removed += 1
+        return removed
 
     def write(self, job_id: str, state: dict[str, Any]) -> None:
         path = self._path(job_id, ".json")
@@ -112,23 +220,35 @@ class JobBoard:
             self._executor.submit(self._run, job_id, work)
 
     def _run(self, job_id: str, work: Callable[[JobProgress], dict[str, Any]]) -> None:
-        self.update(job_id, status="running", phase="reading")
+        self.update(job_id, status="running", phase="reading", worker=this_worker())
         try:
             result = work(JobProgress(self, job_id))
         except TMGuideError as exc:
-            self.update(job_id, status="failed", error=exc.to_dict(), finished_at=_now())
+            self._end(job_id, status="failed", error=exc.to_dict())
         except Exception:
             log.exception("job %s failed", job_id)
-            self.update(
+            self._end(
                 job_id,
                 status="failed",
                 error={"error": "internal_error", "message": "the job failed; see the server log"},
-                finished_at=_now(),
             )
         else:
-            self.update(job_id, status="succeeded", phase="done", result=result, finished_at=_now())
+            self.update(
+                job_id,
+                status="succeeded",
+                phase="done",
+                result=result,
+                committed="all",
+                finished_at=_now(),
+            )
         finally:
             self.upload_path(job_id).unlink(missing_ok=True)
+
+    def _end(self, job_id: str, **changes: Any) -> None:
+        """A failed job: what it committed follows from the phase it failed in."""
+        phase = self.read(job_id).get("phase")
+        committed = "nothing" if phase in UNCOMMITTED_PHASES else "all"
+        self.update(job_id, committed=committed, finished_at=_now(), **changes)
 
     def shutdown(self) -> None:
         with self._lock:

@@ -20,7 +20,7 @@ class Services:
     def __init__(self, config: ServerConfig) -> None:
         self.config = config
         self.metrics = Registry()
-        self.jobs = JobBoard(config.resolved_jobs_dir)
+        self.jobs = JobBoard(config.resolved_jobs_dir, ttl_s=config.job_ttl_hours * 3600)
         self._lock = threading.RLock()
         self._store: Any = None
         self._bundle: Any = None

@@ -37,13 +37,24 @@ def start_import(name: str) -> tuple[Response, int]:
     size = _save_upload(upload)
     if size == 0:
         upload.unlink(missing_ok=True)
-        svc.jobs.update(
-            job_id,
-            status="failed",
-            error={"error": "invalid_input", "message": "the uploaded file is empty"},
-        )
+        svc.jobs.refuse(job_id, {"error": "invalid_input", "message": "the uploaded file is empty"})
         raise InvalidInput("the uploaded file is empty", field="body")
-    svc.jobs.submit(job_id, lambda progress: _import_tmx(svc, memory.name, upload, size, progress))
+    return _queued(svc, job_id, memory.name)
+
+
+@blueprint.post("/jobs/<job_id>/retry")
+def retry_job(job_id: str) -> tuple[Response, int]:
+    """An import interrupted before it stored anything runs again on the same upload."""
+    svc = services()
+    require(svc.jobs.read(job_id)["memory"], "write")
+    state = svc.jobs.retry(job_id)
+    return _queued(svc, job_id, state["memory"])
+
+
+def _queued(svc: Services, job_id: str, memory_name: str) -> tuple[Response, int]:
+    upload = svc.jobs.upload_path(job_id)
+    size = os.path.getsize(upload)
+    svc.jobs.submit(job_id, lambda progress: _import_tmx(svc, memory_name, upload, size, progress))
     location = url_for("jobs.show_job", job_id=job_id)
     response = jsonify({"job": svc.jobs.read(job_id), "status_url": location})
     response.headers["Location"] = location

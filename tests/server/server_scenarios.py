@@ -110,7 +110,7 @@ def wait_for_job(client: Client, status_url: str, timeout_s: float = 60) -> dict
     deadline = time.monotonic() + timeout_s
     while True:
         job = client.get(status_url).json
-        if job["status"] in ("succeeded", "failed"):
+        if job["status"] in ("succeeded", "failed", "interrupted"):
             return job
         assert time.monotonic() < deadline, job
         time.sleep(0.1)
