@@ -22,14 +22,18 @@ from tm_guide.errors import Forbidden, InvalidInput, Unprocessable
 
 @dataclass(frozen=True)
 class TextsToTranslate:
-    """What a protocol asks for: texts in one language pair, and the memories it names if any
-    (ModernMT's `hints`); `source_lang` None means "detect", which is the model's source."""
+    """What a protocol asks for: texts in one language pair, the memories it names if any
+    (ModernMT's `hints`: they replace the usual ones) and the glossaries it names (ModernMT's
+    `glossaries`, DeepL's `glossary_id`: they guide beside the usual memories, as a glossary adds
+    terms to a project's translation memory); `source_lang` None means "detect", which is the
+    model's source."""
 
     texts: tuple[str, ...]
     target_lang: str
     source_lang: str | None = None
     memories: tuple[str | int, ...] = ()
     alternatives: int = 0
+    glossaries: tuple[str | int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -64,24 +68,26 @@ def memories_for(
     pair: tuple[str, str],
     named: Sequence[str | int] = (),
     configured: Sequence[str] = (),
+    glossaries: Sequence[str | int] = (),
 ) -> list[Any]:
     """The memories whose pieces guide a translation in `pair`: those the request names, else
-    those the protocol is configured with, else every memory of the pair the key may read.
+    those the protocol is configured with, else every memory of the pair the key may read; and
+    the glossaries the request names, beside whichever of these applies.
 
     A memory named by the request or the configuration must exist (NotFound), be readable by the
     key (Forbidden) and serve the pair (Unprocessable); the scope rule never fails, it only picks.
     """
     store = services.store()
     chosen = named or configured
+    found = []
     if not chosen:
-        return [
+        found = [
             m
             for m in store.list_memories()
             if principal.allows(m.name, "read")
             and languages.pair_matches((m.source_lang, m.target_lang), pair)
         ]
-    found = []
-    for name in dict.fromkeys(chosen):
+    for name in dict.fromkeys([*chosen, *glossaries]):
         memory = store.get_memory(name)
         if not principal.allows(memory.name, "read"):
             raise Forbidden(
@@ -94,7 +100,8 @@ def memories_for(
                 f"not {pair[0]}->{pair[1]}",
                 field="memories",
             )
-        found.append(memory)
+        if all(m.id != memory.id for m in found):
+            found.append(memory)
     return found
 
 
@@ -129,7 +136,9 @@ def translate_texts(
     Blank texts come back blank without decoding; the rest go through one `suggest()` call, so a
     protocol's batch is decoded as one batch."""
     pair = check_pair(services, request.source_lang, request.target_lang)
-    memories = memories_for(services, principal, pair, request.memories, options.memories)
+    memories = memories_for(
+        services, principal, pair, request.memories, options.memories, request.glossaries
+    )
     wanted = [i for i, text in enumerate(request.texts) if text.strip()]
     items = [Translated(text) for text in request.texts]
     if wanted:

@@ -52,7 +52,6 @@ from server.errors import register_error_body
 from server.machine_translation import (
     TextsToTranslate,
     check_pair,
-    memories_for,
     model_pair,
     require_text_list,
     translate_texts,
@@ -196,15 +195,12 @@ def translate() -> Response:
     glossary_id = string_arg(args, "glossary_id")
     options = svc.config.protocols.deepl
 
-    memories: tuple[str, ...] = ()
+    glossaries: tuple[str, ...] = ()
     if glossary_id is not None:
-        glossary = _glossary(glossary_id, principal)
-        pair = check_pair(svc, source, target)
-        usual = memories_for(svc, principal, pair, (), options.memories)
-        memories = tuple(m.name for m in usual) + (glossary.name,)
+        glossaries = (_glossary(glossary_id, principal).name,)
 
     def run(chunk: list[str]) -> list[str]:
-        wanted = TextsToTranslate(tuple(chunk), target, source, memories)
+        wanted = TextsToTranslate(tuple(chunk), target, source, glossaries=glossaries)
         return [item.text for item in translate_texts(svc, principal, wanted, options).items]
 
     if tag_handling is not None:

@@ -10,7 +10,7 @@ query string, a form (multipart for files) or a JSON body, whichever the client 
   the model's source language, given back as `detectedLanguage`; no detection is done),
   `target`, `hints` (memory ids, comma-separated or a list: the memories whose pieces guide the
   translation; without them the key's readable memories of the pair do), `glossaries` (memory
-  ids as well: a glossary imported here is a memory, so they guide the same way),
+  ids as well: a glossary imported here is a memory; its pieces guide beside those memories),
   `alt_translations` (0-32: the unguided translation and the closest TM targets). Accepted and
   ignored: `context`, `context_vector`, `priority`, `multiline`, `timeout`, `format`, `session`,
   `project_id`, `ignore_glossary_case`, `mask_profanities`.
@@ -216,10 +216,12 @@ def translate() -> Response:
     texts = require_text_list(args["q"], "q", limits.max_batch_size, limits.max_segment_chars)
     source = string_arg(args, "source")
     target = string_arg(args, "target", required=True) or ""
-    memories = _memory_refs(args.get("hints"), "hints")
-    memories += _memory_refs(args.get("glossaries"), "glossaries")
+    hints = _memory_refs(args.get("hints"), "hints")
+    glossaries = _memory_refs(args.get("glossaries"), "glossaries")
     alternatives = _alt_translations(args.get("alt_translations"))
-    wanted = TextsToTranslate(texts, target, source, tuple(memories), alternatives)
+    wanted = TextsToTranslate(
+        texts, target, source, tuple(hints), alternatives, glossaries=tuple(glossaries)
+    )
     result = translate_texts(svc, principal, wanted, svc.config.protocols.modernmt)
     items = []
     for text, item in zip(texts, result.items, strict=True):
