@@ -24,6 +24,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -125,6 +126,19 @@ def piece_rewards(bundle: Bundle, targets: Sequence[Sequence[str]]) -> list[Piec
     return rewards
 
 
+def on_kernel(
+    fused_engine: Any, path: str, run: Callable[[list[int]], list[tuple[int, ...]]]
+) -> Callable[[list[int]], list[tuple[int, ...]]]:
+    """`run` on one kernel path of the fused engine (fused:avx2 and the like: the paths give the
+    same bits, so only the time differs)."""
+
+    def on(ids: list[int]) -> list[tuple[int, ...]]:
+        fused_engine.set_kernel(path)
+        return run(ids)
+
+    return on
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bundle", type=Path, default=DEFAULT_BUNDLE)
@@ -140,7 +154,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--engines",
         default="fused,torch,torch-int8,rerank,ct2",
-        help="comma-separated; native always",
+        help="comma-separated; native always; fused:PATH runs the fused engine on one kernel "
+        "path of this CPU (avx512-vnni, avx2, neon, portable)",
     )
     args = parser.parse_args(argv)
     if not (args.bundle / "model.bin").exists():
@@ -198,10 +213,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         engines["torch"] = via(TorchStepDecoder(bundle.path))
     if "torch-int8" in wanted:
         engines["torch-int8"] = via(TorchStepDecoder(bundle.path, quantize=True))
-    if "fused" in wanted:
-        from tm_guide.decoding.fused_engine import FusedDecoder
+    fused_paths = [e for e in wanted if e == "fused" or e.startswith("fused:")]
+    if fused_paths:
+        from tm_guide.decoding import fused_engine
 
-        engines["fused"] = via(FusedDecoder(bundle.path))
+        fused = fused_engine.FusedDecoder(bundle.path)
+        best_path = fused_engine.kernel()
+        for name in fused_paths:
+            path = name.partition(":")[2] or best_path
+            engines[name if name != "fused" else f"fused ({path})"] = on_kernel(
+                fused_engine, path, via(fused)
+            )
     if "rerank" in wanted:
 
         def rerank(ids: list[int]) -> list[tuple[int, ...]]:
@@ -227,7 +249,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     single_times, batch_times, outputs = interleaved_times(timed, every, args.repeat)
     # The exact CTranslate2 engine is too slow for every sentence; the fast exact engine, which
     # agrees with it, stands in as the reference over the whole set.
-    fast_exact = next((e for e in ("fused", "torch-int8", "torch") if e in engines), None)
+    fast_exact = next(
+        (e for e in engines if e.startswith("fused")),
+        next((e for e in ("torch-int8", "torch") if e in engines), None),
+    )
     native_single = single_times["native (unguided)"]
     native_batch = batch_times["native (unguided)"]
     for name in timed:

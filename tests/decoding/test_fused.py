@@ -195,14 +195,16 @@ def test_a_sentence_gets_the_same_translation_alone_and_in_any_batch(
 
 
 @pytest.mark.parametrize("bundle_name", ["peaked_int8_bundle", "demo_bundle"])
-def test_portable_kernels_give_the_vnni_kernels_results(request, bundle_name, sentences):
-    """Machines without AVX-512 VNNI run portable loops that compute the same thing in the same
-    order: the same integer products, the same float reductions and exp polynomial, so that a
-    sentence gets the same translation, to the bit, on either kind of CPU. (Any difference would
-    show: through the int8 rounding of the next layer's activations, a last-bit difference can
-    move a log-probability by hundredths.)"""
-    if fused_engine.kernel() != "avx512-vnni":
-        pytest.skip("this CPU has no AVX-512 VNNI: only the portable kernels run here")
+def test_every_kernel_path_gives_the_portable_loops_results(request, bundle_name, sentences):
+    """Each CPU runs its fastest path (AVX-512 VNNI, AVX2, NEON) and every path computes the same
+    thing in the same order as the portable loops: the same integer products, the same float
+    reductions and exp polynomial, so that a sentence gets the same translation, to the bit, on
+    any CPU. (Any difference would show: through the int8 rounding of the next layer's
+    activations, a last-bit difference can move a log-probability by hundredths.)"""
+    paths = fused_engine.kernels()
+    assert paths[-1] == "portable" and fused_engine.kernel() == paths[0]
+    if len(paths) == 1:
+        pytest.skip("this CPU runs only the portable loops")
     bundle = request.getfixturevalue(bundle_name)
     decoder = fused_engine.FusedDecoder(bundle.path)
     index = {t: i for i, t in enumerate(bundle.vocabularies.target)}
@@ -210,15 +212,28 @@ def test_portable_kernels_give_the_vnni_kernels_results(request, bundle_name, se
         (source, [index[t] for t in bundle.encode_target(target)])
         for source, target in zip(model_inputs(bundle, sentences[:3]), TARGETS, strict=True)
     ]
-    vnni = [decoder.score(source, target) for source, target in pairs]
-    fused_engine._require().set_portable(True)
+    inputs = model_inputs(bundle, sentences[:4])
+    rewards = _plausible_pieces(bundle, inputs)
+    options = SearchOptions(beam_size=4, max_length=MAX_LENGTH, lam=1.0)
+    scores, searches = {}, {}
     try:
-        assert fused_engine.kernel() == "portable"
-        portable = [decoder.score(source, target) for source, target in pairs]
+        for path in paths:
+            fused_engine.set_kernel(path)
+            assert fused_engine.kernel() == path
+            scores[path] = [decoder.score(source, target) for source, target in pairs]
+            searches[path] = beam_search(decoder, inputs, options, rewards)
     finally:
-        fused_engine._require().set_portable(False)
-    for a, b in zip(portable, vnni, strict=True):
-        np.testing.assert_array_equal(a, b)
+        fused_engine.set_kernel(paths[0])
+    for path in paths[:-1]:
+        for fast, portable in zip(scores[path], scores["portable"], strict=True):
+            np.testing.assert_array_equal(fast, portable, err_msg=path)
+        assert searches[path] == searches["portable"], path
+
+
+def test_a_kernel_path_the_cpu_lacks_is_refused():
+    with pytest.raises(ModelError, match="does not run on this CPU"):
+        fused_engine.set_kernel("sse9")
+    assert fused_engine.kernel() == fused_engine.kernels()[0]
 
 
 def test_fused_engine_refuses_sequences_longer_than_its_position_encodings(fused_int8):

@@ -8,7 +8,8 @@ piece reward inside) in one C++ call (tm_guide/decoding/csrc/fused.cpp) that hol
 It reads the very weights of the bundle's model.bin (one model format): CTranslate2's int8 rows
 and scales as they are, float weights quantized per row. Activations are quantized per row as
 CTranslate2 does, so a sentence's translation does not depend on its batchmates. The int8
-products use AVX-512 VNNI where the CPU has it, else portable loops (same integers).
+products and float reductions run on the fastest kernel path the CPU has (AVX-512 VNNI, AVX2,
+NEON, else portable loops), and every path gives the same bits.
 
 The extension is built at install time when a C++ compiler is there (setup.py); without it,
 ``available()`` is False and the translator's "auto" engine falls back to torch or ct2.
@@ -59,8 +60,22 @@ def supports(rewards: Sequence[PieceReward | None]) -> bool:
 
 
 def kernel() -> str:
-    """Which int8 kernel runs here: "avx512-vnni" or "portable"."""
+    """The kernel path that runs: "avx512-vnni", "avx2", "neon" or "portable"."""
     return str(_require().kernel())
+
+
+def kernels() -> list[str]:
+    """The kernel paths this CPU runs, fastest first (the first is the one that runs)."""
+    return [str(name) for name in _require().kernels()]
+
+
+def set_kernel(name: str) -> None:
+    """Run another kernel path of this CPU, for every model in the process (tests and benchmarks
+    compare the paths; they give the same bits, at different speeds)."""
+    try:
+        _require().set_kernel(name)
+    except ValueError as exc:
+        raise ModelError(str(exc)) from exc
 
 
 def _require() -> Any:

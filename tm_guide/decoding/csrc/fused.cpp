@@ -84,10 +84,29 @@ std::vector<const RewardTable*> table_pointers(const std::vector<std::shared_ptr
 
 PYBIND11_MODULE(_fused, m) {
   m.doc() = "Fused int8 Transformer decoding and guided beam search (tm_guide.decoding.fused)";
-  m.def("kernel", []() { return std::string(use_vnni ? "avx512-vnni" : "portable"); });
   m.def(
-      "set_portable", [](bool portable) { use_vnni = !portable && cpu_has_vnni(); },
-      "Use the portable kernels even where VNNI is available (tests).");
+      "kernel", []() { return std::string(kernel_name(active_kernel)); },
+      "The kernel path the products and reductions run on.");
+  m.def(
+      "kernels",
+      []() {
+        std::vector<std::string> names;
+        for (Kernel k : {Kernel::avx512_vnni, Kernel::avx2, Kernel::neon, Kernel::portable})
+          if (kernel_supported(k)) names.push_back(kernel_name(k));
+        return names;
+      },
+      "The kernel paths this CPU runs, fastest first.");
+  m.def(
+      "set_kernel",
+      [](const std::string& name) {
+        for (Kernel k : {Kernel::avx512_vnni, Kernel::avx2, Kernel::neon, Kernel::portable})
+          if (name == kernel_name(k) && kernel_supported(k)) {
+            active_kernel = k;
+            return;
+          }
+        throw py::value_error("kernel '" + name + "' does not run on this CPU");
+      },
+      "Run another supported kernel path (tests and benchmarks compare them).");
 
   py::class_<SearchConfig>(m, "SearchConfig")
       .def(py::init<>())

@@ -1,4 +1,8 @@
-// Int8 products (AVX-512 VNNI or portable), and the vectorized reductions the layers use.
+// Int8 products and the float reductions the layers use, on four kernel paths chosen at run time:
+// AVX-512 VNNI, AVX2 (x86-64-v3), NEON (every AArch64 CPU) and portable loops. Every path computes
+// the same integers and the same float operations in the same order, so a sentence gets the same
+// translation, to the bit, whichever path the CPU takes (tests/decoding/test_fused.py and
+// tests/csrc/kernels_check.cpp hold this).
 #pragma once
 
 #include <algorithm>
@@ -11,23 +15,52 @@
 #if defined(__x86_64__) || defined(_M_X64)
 #include <immintrin.h>
 #define TMG_X86 1
+#elif defined(__aarch64__)
+#include <arm_neon.h>
+#define TMG_NEON 1
 #endif
 
 namespace tm_guide_fused {
 
-inline bool cpu_has_vnni() {
-#if defined(TMG_X86) && defined(__GNUC__)
-  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("avx512vnni");
-  return has;
-#else
-  return false;
-#endif
+enum class Kernel { portable, avx2, avx512_vnni, neon };
+
+inline const char* kernel_name(Kernel k) {
+  switch (k) {
+    case Kernel::avx2: return "avx2";
+    case Kernel::avx512_vnni: return "avx512-vnni";
+    case Kernel::neon: return "neon";
+    default: return "portable";
+  }
 }
 
-inline bool use_vnni = cpu_has_vnni();  // also gates the other AVX-512 loops
+// Whether this CPU runs the kernel path (the portable one runs everywhere).
+inline bool kernel_supported(Kernel k) {
+  switch (k) {
+    case Kernel::portable: return true;
+#if defined(TMG_X86) && defined(__GNUC__)
+    case Kernel::avx2: __builtin_cpu_init(); return __builtin_cpu_supports("avx2");
+    case Kernel::avx512_vnni:
+      __builtin_cpu_init();
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vnni");
+#endif
+#ifdef TMG_NEON
+    case Kernel::neon: return true;  // part of every AArch64 CPU
+#endif
+    default: return false;
+  }
+}
 
-// Weights are packed for VNNI: blocks of 16 output rows; within a block, for each group of 4
+// The fastest path this CPU runs.
+inline Kernel best_kernel() {
+  for (Kernel k : {Kernel::avx512_vnni, Kernel::avx2, Kernel::neon})
+    if (kernel_supported(k)) return k;
+  return Kernel::portable;
+}
+
+inline Kernel active_kernel = best_kernel();  // tests switch it to compare the paths
+
+// Weights are packed for VNNI (the other paths read the same layout): blocks of 16 output rows; within a block, for each group of 4
 // inputs, the 16 rows' 4 int8 values (64 bytes), so that one vpdpbusd with 4 broadcast
 // activation bytes adds 4 products to each of 16 outputs: no horizontal sums.
 // packed[(block * (kp / 4) + group) * 64 + row_in_block * 4 + j] = W[block * 16 + row, group * 4 +
@@ -72,6 +105,45 @@ inline void gemm_portable(const uint8_t* a, int m_rows, const int8_t* packed, in
       y[static_cast<size_t>(m) * n_cols + n] = dequantize(sum, m, n, e);
     }
   }
+}
+
+// exp(x - shift) for one value, by the same operations, in the same order, as each lane of
+// sum_exp_avx512 (and its AVX2 and NEON twins) (no fused multiply-adds: the build does not contract a * b + c either), so
+// that both paths give the same bits. Range reduction by ln 2 in two parts, Cephes's
+// polynomial.
+inline float exp_shifted(float x, float shift) {
+  const float v = std::max(x - shift, -87.0f);
+  const float k = std::nearbyint(v * 1.44269504088896341f);
+  float r = v - k * 0.693359375f;
+  r = r - k * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * (r * r) + (r + 1.0f);
+  return std::ldexp(p, static_cast<int>(k));
+}
+
+// The sum of 16 partial sums, in one fixed order (every path ends here).
+inline float sum_lanes(const float* lanes) {
+  float half[8], quarter[4];
+  for (int i = 0; i < 8; ++i) half[i] = lanes[i] + lanes[i + 8];
+  for (int i = 0; i < 4; ++i) quarter[i] = half[i] + half[i + 4];
+  return (quarter[0] + quarter[2]) + (quarter[1] + quarter[3]);
+}
+
+// Sum of term(i) for i < n in the fixed order: 16 lanes over the row, sum_lanes, then the tail.
+template <typename Term>
+inline float sum_in_lanes(int n, Term term) {
+  float lanes[16] = {};
+  int i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int l = 0; l < 16; ++l) lanes[l] += term(i + l);
+  float sum = sum_lanes(lanes);
+  for (; i < n; ++i) sum += term(i);
+  return sum;
 }
 
 #ifdef TMG_X86
@@ -148,45 +220,6 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) static void gemm_vnni(
   }
 }
 
-// exp(x - shift) for one value, by the same operations, in the same order, as each lane of
-// sum_exp_avx512 (no fused multiply-adds: the build does not contract a * b + c either), so
-// that both paths give the same bits. Range reduction by ln 2 in two parts, Cephes's
-// polynomial.
-inline float exp_shifted(float x, float shift) {
-  const float v = std::max(x - shift, -87.0f);
-  const float k = std::nearbyint(v * 1.44269504088896341f);
-  float r = v - k * 0.693359375f;
-  r = r - k * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * (r * r) + (r + 1.0f);
-  return std::ldexp(p, static_cast<int>(k));
-}
-
-// The sum of 16 partial sums, in one fixed order (the AVX-512 and portable paths both end here).
-inline float sum_lanes(const float* lanes) {
-  float half[8], quarter[4];
-  for (int i = 0; i < 8; ++i) half[i] = lanes[i] + lanes[i + 8];
-  for (int i = 0; i < 4; ++i) quarter[i] = half[i] + half[i + 4];
-  return (quarter[0] + quarter[2]) + (quarter[1] + quarter[3]);
-}
-
-// Sum of term(i) for i < n in the fixed order: 16 lanes over the row, sum_lanes, then the tail.
-template <typename Term>
-inline float sum_in_lanes(int n, Term term) {
-  float lanes[16] = {};
-  int i = 0;
-  for (; i + 16 <= n; i += 16)
-    for (int l = 0; l < 16; ++l) lanes[l] += term(i + l);
-  float sum = sum_lanes(lanes);
-  for (; i < n; ++i) sum += term(i);
-  return sum;
-}
-
 // One Horner step, p * r + c, as exp_shifted takes it.
 __attribute__((target("avx512f"))) static __m512 step(__m512 p, __m512 r, float c) {
   return _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(c));
@@ -224,26 +257,9 @@ __attribute__((target("avx512f"))) static float sum_exp_avx512(const float* x, i
 }
 #endif
 
-inline void gemm(const uint8_t* a, int m_rows, const int8_t* b, int n_cols, int kp,
-                 const Epilogue& e, float* y) {
-#ifdef TMG_X86
-  if (use_vnni) return gemm_vnni(a, m_rows, b, n_cols, kp, e, y);
-#endif
-  gemm_portable(a, m_rows, b, n_cols, kp, e, y);
-}
-
-inline float sum_exp(const float* x, int n, float shift) {
-#ifdef TMG_X86
-  if (use_vnni) return sum_exp_avx512(x, n, shift);
-#endif
-  return sum_in_lanes(n, [&](int i) { return exp_shifted(x[i], shift); });
-}
-
-inline int padded(int k) { return (k + 63) / 64 * 64; }
-
 // Reductions: their summation order is fixed by the code, not by the batch or the CPU: 16 lanes
 // over the row, then sum_lanes, then the tail in order. A row's result therefore depends neither
-// on its batchmates nor on whether the AVX-512 or the portable path runs.
+// on its batchmates nor on which kernel path runs.
 #ifdef TMG_X86
 __attribute__((target("avx512f"))) static float dot_avx512(const float* a, const float* b, int n) {
   __m512 acc = _mm512_setzero_ps();
@@ -265,22 +281,335 @@ __attribute__((target("avx512f"))) static float max_avx512(const float* x, int n
   for (; i < n; ++i) result = std::max(result, x[i]);
   return result;
 }
+
+// Whether each of 16 totals base + row[i] beats the threshold, as a bit mask (top_k's filter).
+__attribute__((target("avx512f"))) static uint32_t above16_avx512(const float* row, float base,
+                                                                  float threshold) {
+  const __m512 totals = _mm512_add_ps(_mm512_set1_ps(base), _mm512_loadu_ps(row));
+  return _mm512_cmp_ps_mask(totals, _mm512_set1_ps(threshold), _CMP_GT_OQ);
+}
 #endif
 
-inline float dot(const float* a, const float* b, int n) {
+// The activations as 16-bit integers, for the paths that multiply in 16 bits (AVX2 and NEON have
+// no u8 x s8 product into 32 bits without 16-bit saturation).
+inline const int16_t* widened(const uint8_t* a, size_t n) {
+  thread_local std::vector<int16_t> wide;
+  wide.resize(n);
+  for (size_t i = 0; i < n; ++i) wide[i] = static_cast<int16_t>(a[i]);
+  return wide.data();
+}
+
 #ifdef TMG_X86
-  if (use_vnni) return dot_avx512(a, b, n);
+// ---- AVX2 (x86-64-v3) ----------------------------------------------------------------------
+// The weights are widened to 16 bits as they are loaded and multiplied by vpmaddwd: the same
+// integer products as the portable loops (vpmaddubsw would saturate at 16 bits). A group's 64
+// weight bytes are 4 quarters of 4 rows x 4 inputs; a quarter's products land as pairs per row,
+// which the epilogue adds.
+template <int MB>
+__attribute__((target("avx2"))) static void avx2_tile(const int16_t* a, int kp, const int8_t* w,
+                                                      int n0, int n_cols, const Epilogue& e,
+                                                      int m0, float* y) {
+  const int groups = kp / 4;
+  __m256i acc[MB][4];
+  for (int i = 0; i < MB; ++i)
+    for (int q = 0; q < 4; ++q) acc[i][q] = _mm256_setzero_si256();
+  for (int g = 0; g < groups; ++g) {
+    __m256i wv[4];
+    for (int q = 0; q < 4; ++q)
+      wv[q] = _mm256_cvtepi8_epi16(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + static_cast<size_t>(g) * 64 + q * 16)));
+    for (int i = 0; i < MB; ++i) {
+      long long four;
+      std::memcpy(&four, a + static_cast<size_t>(i) * kp + g * 4, 8);
+      const __m256i x = _mm256_set1_epi64x(four);
+      for (int q = 0; q < 4; ++q)
+        acc[i][q] = _mm256_add_epi32(_mm256_madd_epi16(x, wv[q]), acc[i][q]);
+    }
+  }
+  for (int i = 0; i < MB; ++i)
+    for (int q = 0; q < 4; ++q) {
+      alignas(32) int32_t pairs[8];
+      _mm256_store_si256(reinterpret_cast<__m256i*>(pairs), acc[i][q]);
+      for (int r = 0; r < 4; ++r) {
+        const int n = n0 + q * 4 + r;
+        if (n < n_cols)
+          y[static_cast<size_t>(i) * n_cols + n] =
+              dequantize(pairs[2 * r] + pairs[2 * r + 1], m0 + i, n, e);
+      }
+    }
+}
+
+__attribute__((target("avx2"))) static void gemm_avx2(const uint8_t* a8, int m_rows,
+                                                      const int8_t* packed, int n_cols, int kp,
+                                                      const Epilogue& e, float* y) {
+  const int16_t* a = widened(a8, static_cast<size_t>(m_rows) * kp);
+  const int blocks = (n_cols + 15) / 16;
+  const size_t block_stride = static_cast<size_t>(kp / 4) * 64;
+  for (int block = 0; block < blocks; ++block) {  // a block's weights stay in L1 for all rows
+    const int8_t* w = packed + block * block_stride;
+    int m = 0;
+    for (; m + 2 <= m_rows; m += 2)
+      avx2_tile<2>(a + static_cast<size_t>(m) * kp, kp, w, block * 16, n_cols, e, m,
+                   y + static_cast<size_t>(m) * n_cols);
+    if (m < m_rows)
+      avx2_tile<1>(a + static_cast<size_t>(m) * kp, kp, w, block * 16, n_cols, e, m,
+                   y + static_cast<size_t>(m) * n_cols);
+  }
+}
+
+// exp(x - shift) for 8 values, each lane as exp_shifted computes it. 2^k is built from its
+// exponent bits: k is in [-126, 0] because x <= shift (the row's maximum) and v >= -87, where
+// p * 2^k rounds once, as ldexp does.
+__attribute__((target("avx2"))) static __m256 exp8_avx2(__m256 x, __m256 shift) {
+  const __m256 v = _mm256_max_ps(_mm256_sub_ps(x, shift), _mm256_set1_ps(-87.0f));
+  const __m256 k = _mm256_round_ps(_mm256_mul_ps(v, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_sub_ps(v, _mm256_mul_ps(k, _mm256_set1_ps(0.693359375f)));
+  r = _mm256_sub_ps(r, _mm256_mul_ps(k, _mm256_set1_ps(-2.12194440e-4f)));
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  for (float c : {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f,
+                  5.0000001201e-1f})
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(c));
+  p = _mm256_add_ps(_mm256_mul_ps(p, _mm256_mul_ps(r, r)),
+                    _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+  const __m256i exponent = _mm256_slli_epi32(
+      _mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(exponent));
+}
+
+__attribute__((target("avx2"))) static float sum_exp_avx2(const float* x, int n, float shift) {
+  const __m256 vshift = _mm256_set1_ps(shift);
+  __m256 low = _mm256_setzero_ps(), high = _mm256_setzero_ps();  // lanes 0-7 and 8-15
+  int i = 0;
+  for (; i + 16 <= n; i += 16) {
+    low = _mm256_add_ps(low, exp8_avx2(_mm256_loadu_ps(x + i), vshift));
+    high = _mm256_add_ps(high, exp8_avx2(_mm256_loadu_ps(x + i + 8), vshift));
+  }
+  float lanes[16];
+  _mm256_storeu_ps(lanes, low);
+  _mm256_storeu_ps(lanes + 8, high);
+  float sum = sum_lanes(lanes);
+  for (; i < n; ++i) sum += exp_shifted(x[i], shift);
+  return sum;
+}
+
+__attribute__((target("avx2"))) static float dot_avx2(const float* a, const float* b, int n) {
+  __m256 low = _mm256_setzero_ps(), high = _mm256_setzero_ps();
+  int i = 0;
+  for (; i + 16 <= n; i += 16) {
+    low = _mm256_add_ps(low, _mm256_mul_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
+    high = _mm256_add_ps(high,
+                         _mm256_mul_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8)));
+  }
+  float lanes[16];
+  _mm256_storeu_ps(lanes, low);
+  _mm256_storeu_ps(lanes + 8, high);
+  float sum = sum_lanes(lanes);
+  for (; i < n; ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+__attribute__((target("avx2"))) static float max_avx2(const float* x, int n) {
+  __m256 top = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  int i = 0;
+  for (; i + 8 <= n; i += 8) top = _mm256_max_ps(top, _mm256_loadu_ps(x + i));
+  float lanes[8];
+  _mm256_storeu_ps(lanes, top);
+  float result = lanes[0];
+  for (int l = 1; l < 8; ++l) result = std::max(result, lanes[l]);
+  for (; i < n; ++i) result = std::max(result, x[i]);
+  return result;
+}
+
+__attribute__((target("avx2"))) static uint32_t above16_avx2(const float* row, float base,
+                                                             float threshold) {
+  const __m256 b = _mm256_set1_ps(base), t = _mm256_set1_ps(threshold);
+  const __m256 low = _mm256_cmp_ps(_mm256_add_ps(b, _mm256_loadu_ps(row)), t, _CMP_GT_OQ);
+  const __m256 high = _mm256_cmp_ps(_mm256_add_ps(b, _mm256_loadu_ps(row + 8)), t, _CMP_GT_OQ);
+  return static_cast<uint32_t>(_mm256_movemask_ps(low)) |
+         (static_cast<uint32_t>(_mm256_movemask_ps(high)) << 8);
+}
 #endif
-  return sum_in_lanes(n, [&](int i) { return a[i] * b[i]; });
+
+#ifdef TMG_NEON
+// ---- NEON (AArch64) ------------------------------------------------------------------------
+// 16-bit products widened into 32-bit lanes (vmlal_s16), one accumulator per output row: the
+// same integers as the portable loops.
+static void gemm_neon(const uint8_t* a8, int m_rows, const int8_t* packed, int n_cols, int kp,
+                      const Epilogue& e, float* y) {
+  const int16_t* a = widened(a8, static_cast<size_t>(m_rows) * kp);
+  const int groups = kp / 4;
+  const int blocks = (n_cols + 15) / 16;
+  const size_t block_stride = static_cast<size_t>(groups) * 64;
+  for (int block = 0; block < blocks; ++block) {
+    const int8_t* w = packed + block * block_stride;
+    for (int m = 0; m < m_rows; ++m) {
+      const int16_t* arow = a + static_cast<size_t>(m) * kp;
+      int32x4_t acc[16];
+      for (int r = 0; r < 16; ++r) acc[r] = vdupq_n_s32(0);
+      for (int g = 0; g < groups; ++g) {
+        const int16x4_t x = vld1_s16(arow + g * 4);
+        for (int q = 0; q < 4; ++q) {
+          const int8x16_t wq = vld1q_s8(w + static_cast<size_t>(g) * 64 + q * 16);
+          const int16x8_t lo = vmovl_s8(vget_low_s8(wq)), hi = vmovl_s8(vget_high_s8(wq));
+          acc[q * 4 + 0] = vmlal_s16(acc[q * 4 + 0], vget_low_s16(lo), x);
+          acc[q * 4 + 1] = vmlal_s16(acc[q * 4 + 1], vget_high_s16(lo), x);
+          acc[q * 4 + 2] = vmlal_s16(acc[q * 4 + 2], vget_low_s16(hi), x);
+          acc[q * 4 + 3] = vmlal_s16(acc[q * 4 + 3], vget_high_s16(hi), x);
+        }
+      }
+      for (int r = 0; r < 16; ++r) {
+        const int n = block * 16 + r;
+        if (n < n_cols)
+          y[static_cast<size_t>(m) * n_cols + n] = dequantize(vaddvq_s32(acc[r]), m, n, e);
+      }
+    }
+  }
+}
+
+// exp(x - shift) for 4 values, as exp_shifted computes each (see exp8_avx2 for 2^k).
+static float32x4_t exp4_neon(float32x4_t x, float32x4_t shift) {
+  const float32x4_t v = vmaxq_f32(vsubq_f32(x, shift), vdupq_n_f32(-87.0f));
+  const float32x4_t k = vrndnq_f32(vmulq_f32(v, vdupq_n_f32(1.44269504088896341f)));
+  float32x4_t r = vsubq_f32(v, vmulq_f32(k, vdupq_n_f32(0.693359375f)));
+  r = vsubq_f32(r, vmulq_f32(k, vdupq_n_f32(-2.12194440e-4f)));
+  float32x4_t p = vdupq_n_f32(1.9875691500e-4f);
+  for (float c : {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f,
+                  5.0000001201e-1f})
+    p = vaddq_f32(vmulq_f32(p, r), vdupq_n_f32(c));
+  p = vaddq_f32(vmulq_f32(p, vmulq_f32(r, r)), vaddq_f32(r, vdupq_n_f32(1.0f)));
+  const int32x4_t exponent = vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(k), vdupq_n_s32(127)), 23);
+  return vmulq_f32(p, vreinterpretq_f32_s32(exponent));
+}
+
+// Sum over the row of term4(i) (4 lanes at i) in 16 lanes, then sum_lanes, then the scalar tail.
+template <typename Term4, typename Term>
+static float sum_neon(int n, Term4 term4, Term term) {
+  float32x4_t acc[4] = {vdupq_n_f32(0), vdupq_n_f32(0), vdupq_n_f32(0), vdupq_n_f32(0)};
+  int i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int j = 0; j < 4; ++j) acc[j] = vaddq_f32(acc[j], term4(i + 4 * j));
+  float lanes[16];
+  for (int j = 0; j < 4; ++j) vst1q_f32(lanes + 4 * j, acc[j]);
+  float sum = sum_lanes(lanes);
+  for (; i < n; ++i) sum += term(i);
+  return sum;
+}
+
+static float sum_exp_neon(const float* x, int n, float shift) {
+  const float32x4_t vshift = vdupq_n_f32(shift);
+  return sum_neon(
+      n, [&](int i) { return exp4_neon(vld1q_f32(x + i), vshift); },
+      [&](int i) { return exp_shifted(x[i], shift); });
+}
+
+static float dot_neon(const float* a, const float* b, int n) {
+  return sum_neon(
+      n, [&](int i) { return vmulq_f32(vld1q_f32(a + i), vld1q_f32(b + i)); },
+      [&](int i) { return a[i] * b[i]; });
+}
+
+static float max_neon(const float* x, int n) {
+  float32x4_t top = vdupq_n_f32(-std::numeric_limits<float>::infinity());
+  int i = 0;
+  for (; i + 4 <= n; i += 4) top = vmaxq_f32(top, vld1q_f32(x + i));
+  float result = vmaxvq_f32(top);
+  for (; i < n; ++i) result = std::max(result, x[i]);
+  return result;
+}
+
+static uint32_t above16_neon(const float* row, float base, float threshold) {
+  const float32x4_t b = vdupq_n_f32(base), t = vdupq_n_f32(threshold);
+  const uint32_t bits_of[4] = {1, 2, 4, 8};
+  const uint32x4_t bits = vld1q_u32(bits_of);
+  uint32_t mask = 0;
+  for (int j = 0; j < 4; ++j) {
+    const uint32x4_t gt = vcgtq_f32(vaddq_f32(b, vld1q_f32(row + 4 * j)), t);
+    mask |= vaddvq_u32(vandq_u32(gt, bits)) << (4 * j);
+  }
+  return mask;
+}
+#endif
+
+// ---- dispatch ---------------------------------------------------------------------------
+
+inline void gemm(const uint8_t* a, int m_rows, const int8_t* b, int n_cols, int kp,
+                 const Epilogue& e, float* y) {
+  switch (active_kernel) {
+#ifdef TMG_X86
+    case Kernel::avx512_vnni: return gemm_vnni(a, m_rows, b, n_cols, kp, e, y);
+    case Kernel::avx2: return gemm_avx2(a, m_rows, b, n_cols, kp, e, y);
+#endif
+#ifdef TMG_NEON
+    case Kernel::neon: return gemm_neon(a, m_rows, b, n_cols, kp, e, y);
+#endif
+    default: return gemm_portable(a, m_rows, b, n_cols, kp, e, y);
+  }
+}
+
+// Sum of exp(x[i] - shift) over a row whose maximum is shift.
+inline float sum_exp(const float* x, int n, float shift) {
+  switch (active_kernel) {
+#ifdef TMG_X86
+    case Kernel::avx512_vnni: return sum_exp_avx512(x, n, shift);
+    case Kernel::avx2: return sum_exp_avx2(x, n, shift);
+#endif
+#ifdef TMG_NEON
+    case Kernel::neon: return sum_exp_neon(x, n, shift);
+#endif
+    default: return sum_in_lanes(n, [&](int i) { return exp_shifted(x[i], shift); });
+  }
+}
+
+inline float dot(const float* a, const float* b, int n) {
+  switch (active_kernel) {
+#ifdef TMG_X86
+    case Kernel::avx512_vnni: return dot_avx512(a, b, n);
+    case Kernel::avx2: return dot_avx2(a, b, n);
+#endif
+#ifdef TMG_NEON
+    case Kernel::neon: return dot_neon(a, b, n);
+#endif
+    default: return sum_in_lanes(n, [&](int i) { return a[i] * b[i]; });
+  }
 }
 
 inline float max_of(const float* x, int n) {
+  switch (active_kernel) {
 #ifdef TMG_X86
-  if (use_vnni) return max_avx512(x, n);
+    case Kernel::avx512_vnni: return max_avx512(x, n);
+    case Kernel::avx2: return max_avx2(x, n);
 #endif
-  float top = -std::numeric_limits<float>::infinity();
-  for (int i = 0; i < n; ++i) top = std::max(top, x[i]);
-  return top;
+#ifdef TMG_NEON
+    case Kernel::neon: return max_neon(x, n);
+#endif
+    default: {
+      float top = -std::numeric_limits<float>::infinity();
+      for (int i = 0; i < n; ++i) top = std::max(top, x[i]);
+      return top;
+    }
+  }
 }
+
+// Bit i set where base + row[i] > threshold, for i < 16.
+inline uint32_t above16(const float* row, float base, float threshold) {
+  switch (active_kernel) {
+#ifdef TMG_X86
+    case Kernel::avx512_vnni: return above16_avx512(row, base, threshold);
+    case Kernel::avx2: return above16_avx2(row, base, threshold);
+#endif
+#ifdef TMG_NEON
+    case Kernel::neon: return above16_neon(row, base, threshold);
+#endif
+    default: {
+      uint32_t mask = 0;
+      for (int j = 0; j < 16; ++j)
+        if (base + row[j] > threshold) mask |= 1u << j;
+      return mask;
+    }
+  }
+}
+
+inline int padded(int k) { return (k + 63) / 64 * 64; }
 
 }  // namespace tm_guide_fused

@@ -46,14 +46,6 @@ inline void offer(std::vector<Candidate>& best, int k, float total, int64_t flat
   if (static_cast<int>(best.size()) > k) best.pop_back();
 }
 
-#ifdef TMG_X86
-// Whether any of 16 totals beats the threshold, as a bit mask.
-__attribute__((target("avx512f"))) static uint32_t above16(const float* row, float base,
-                                                           float threshold) {
-  const __m512 totals = _mm512_add_ps(_mm512_set1_ps(base), _mm512_loadu_ps(row));
-  return _mm512_cmp_ps_mask(totals, _mm512_set1_ps(threshold), _CMP_GT_OQ);
-}
-#endif
 
 // The k best (row, token) of a group of rows by cum[row] + values[row, token]; ties: lower flat
 // index first (search.top_candidates). Once k are held, only totals above the k-th are looked
@@ -68,8 +60,7 @@ inline void top_k(const float* values, const float* cum, int rows, int vocab, in
     int u = 0;
     for (; u < vocab && static_cast<int>(best.size()) < k; ++u)
       offer(best, k, base + row[u], first + u);
-#ifdef TMG_X86
-    if (use_vnni) {
+    if (active_kernel != Kernel::portable) {
       for (; u + 16 <= vocab; u += 16) {
         uint32_t hits = above16(row + u, base, best.back().score);
         while (hits) {
@@ -80,7 +71,6 @@ inline void top_k(const float* values, const float* cum, int rows, int vocab, in
         }
       }
     }
-#endif
     for (; u < vocab; ++u) {
       const float total = base + row[u];
       if (total > best.back().score) offer(best, k, total, first + u);
