@@ -69,8 +69,7 @@ Results run(const Case& c) {
   r.unbiased = r.products;
   const Epilogue with{c.column_sum.data(), c.inverse_scale.data(), c.bias.data(),
                       c.row_scale.data()};
-  const Epilogue without{c.column_sum.data(), c.inverse_scale.data(), nullptr,
-                         c.row_scale.data()};
+  const Epilogue without{c.column_sum.data(), c.inverse_scale.data(), nullptr, c.row_scale.data()};
   gemm(c.a.data(), c.rows, c.packed.data(), c.out, c.kp, with, r.products.data());
   gemm(c.a.data(), c.rows, c.packed.data(), c.out, c.kp, without, r.unbiased.data());
   const int n = static_cast<int>(c.floats.size());

@@ -60,11 +60,11 @@ inline Kernel best_kernel() {
 
 inline Kernel active_kernel = best_kernel();  // tests switch it to compare the paths
 
-// Weights are packed for VNNI (the other paths read the same layout): blocks of 16 output rows; within a block, for each group of 4
-// inputs, the 16 rows' 4 int8 values (64 bytes), so that one vpdpbusd with 4 broadcast
-// activation bytes adds 4 products to each of 16 outputs: no horizontal sums.
-// packed[(block * (kp / 4) + group) * 64 + row_in_block * 4 + j] = W[block * 16 + row, group * 4 +
-// j]
+// Weights are packed for VNNI (the other paths read the same layout): blocks of 16 output rows;
+// within a block, for each group of 4 inputs, the 16 rows' 4 int8 values (64 bytes), so that one
+// vpdpbusd with 4 broadcast activation bytes adds 4 products to each of 16 outputs: no horizontal
+// sums. packed[(block * (kp / 4) + group) * 64 + row_in_block * 4 + j] = W[block * 16 + row, group
+// * 4 + j]
 inline std::vector<int8_t> pack_weights(const int8_t* w, int out, int in, int kp) {
   const int blocks = (out + 15) / 16;
   std::vector<int8_t> packed(static_cast<size_t>(blocks) * 16 * kp, 0);
@@ -108,9 +108,9 @@ inline void gemm_portable(const uint8_t* a, int m_rows, const int8_t* packed, in
 }
 
 // exp(x - shift) for one value, by the same operations, in the same order, as each lane of
-// sum_exp_avx512 (and its AVX2 and NEON twins) (no fused multiply-adds: the build does not contract a * b + c either), so
-// that both paths give the same bits. Range reduction by ln 2 in two parts, Cephes's
-// polynomial.
+// sum_exp_avx512 (and its AVX2 and NEON twins) (no fused multiply-adds: the build does not contract
+// a * b + c either), so that both paths give the same bits. Range reduction by ln 2 in two parts,
+// Cephes's polynomial.
 inline float exp_shifted(float x, float shift) {
   const float v = std::max(x - shift, -87.0f);
   const float k = std::nearbyint(v * 1.44269504088896341f);
@@ -307,8 +307,8 @@ inline const int16_t* widened(const uint8_t* a, size_t n) {
 // which the epilogue adds.
 template <int MB>
 __attribute__((target("avx2"))) static void avx2_tile(const int16_t* a, int kp, const int8_t* w,
-                                                      int n0, int n_cols, const Epilogue& e,
-                                                      int m0, float* y) {
+                                                      int n0, int n_cols, const Epilogue& e, int m0,
+                                                      float* y) {
   const int groups = kp / 4;
   __m256i acc[MB][4];
   for (int i = 0; i < MB; ++i)
@@ -316,8 +316,8 @@ __attribute__((target("avx2"))) static void avx2_tile(const int16_t* a, int kp, 
   for (int g = 0; g < groups; ++g) {
     __m256i wv[4];
     for (int q = 0; q < 4; ++q)
-      wv[q] = _mm256_cvtepi8_epi16(
-          _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + static_cast<size_t>(g) * 64 + q * 16)));
+      wv[q] = _mm256_cvtepi8_epi16(_mm_loadu_si128(
+          reinterpret_cast<const __m128i*>(w + static_cast<size_t>(g) * 64 + q * 16)));
     for (int i = 0; i < MB; ++i) {
       long long four;
       std::memcpy(&four, a + static_cast<size_t>(i) * kp + g * 4, 8);
@@ -367,13 +367,12 @@ __attribute__((target("avx2"))) static __m256 exp8_avx2(__m256 x, __m256 shift) 
   __m256 r = _mm256_sub_ps(v, _mm256_mul_ps(k, _mm256_set1_ps(0.693359375f)));
   r = _mm256_sub_ps(r, _mm256_mul_ps(k, _mm256_set1_ps(-2.12194440e-4f)));
   __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-  for (float c : {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f,
-                  5.0000001201e-1f})
+  for (float c :
+       {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f})
     p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(c));
-  p = _mm256_add_ps(_mm256_mul_ps(p, _mm256_mul_ps(r, r)),
-                    _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-  const __m256i exponent = _mm256_slli_epi32(
-      _mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23);
+  p = _mm256_add_ps(_mm256_mul_ps(p, _mm256_mul_ps(r, r)), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+  const __m256i exponent =
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23);
   return _mm256_mul_ps(p, _mm256_castsi256_ps(exponent));
 }
 
@@ -398,8 +397,8 @@ __attribute__((target("avx2"))) static float dot_avx2(const float* a, const floa
   int i = 0;
   for (; i + 16 <= n; i += 16) {
     low = _mm256_add_ps(low, _mm256_mul_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
-    high = _mm256_add_ps(high,
-                         _mm256_mul_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8)));
+    high =
+        _mm256_add_ps(high, _mm256_mul_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8)));
   }
   float lanes[16];
   _mm256_storeu_ps(lanes, low);
@@ -474,8 +473,8 @@ static float32x4_t exp4_neon(float32x4_t x, float32x4_t shift) {
   float32x4_t r = vsubq_f32(v, vmulq_f32(k, vdupq_n_f32(0.693359375f)));
   r = vsubq_f32(r, vmulq_f32(k, vdupq_n_f32(-2.12194440e-4f)));
   float32x4_t p = vdupq_n_f32(1.9875691500e-4f);
-  for (float c : {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f,
-                  5.0000001201e-1f})
+  for (float c :
+       {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f})
     p = vaddq_f32(vmulq_f32(p, r), vdupq_n_f32(c));
   p = vaddq_f32(vmulq_f32(p, vmulq_f32(r, r)), vaddq_f32(r, vdupq_n_f32(1.0f)));
   const int32x4_t exponent = vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(k), vdupq_n_s32(127)), 23);

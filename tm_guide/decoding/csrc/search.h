@@ -46,7 +46,6 @@ inline void offer(std::vector<Candidate>& best, int k, float total, int64_t flat
   if (static_cast<int>(best.size()) > k) best.pop_back();
 }
 
-
 // The k best (row, token) of a group of rows by cum[row] + values[row, token]; ties: lower flat
 // index first (search.top_candidates). Once k are held, only totals above the k-th are looked
 // at, 16 at a time.
