@@ -29,6 +29,7 @@ setup(
             depends=[str(p) for p in CSRC.glob("*.h")],
             cxx_std=17,
             extra_compile_args=flags,
+            extra_link_args=["-fopenmp"],
             optional=True,
         )
     ]

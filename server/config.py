@@ -60,7 +60,7 @@ class Compute:
     default_lambda: float | None = None
 
     def __post_init__(self) -> None:
-        from tm_guide.decoding.translator import ENGINES
+        from tm_guide.decoding.engines import ENGINES
 
         if self.decoders < 1:
             raise InvalidInput(
@@ -114,7 +114,7 @@ class ProtocolOptions:
     m: int = 10
 
     def __post_init__(self) -> None:
-        from tm_guide.decoding.translator import ENGINES
+        from tm_guide.decoding.engines import ENGINES
 
         if self.engine is not None and self.engine not in ENGINES:
             raise InvalidInput(

@@ -46,6 +46,30 @@ def load_translator(config: Any, bundle: Any, store: Any, aligner: Any) -> Any:
     return translator
 
 
+def engine_status(translator: Any, compute: Any) -> dict[str, Any]:
+    """Which engine decodes guided suggestions on this worker, and why (for /ready)."""
+    from tm_guide.decoding.engines import stored_precision
+
+    if compute.engine == "auto":
+        return dict(translator.engine_choice("cpu").to_dict())
+    precision = stored_precision(translator.bundle.card.quantization)
+    if compute.engine == "fused":
+        from tm_guide.decoding import fused_engine
+
+        kernel: str | None = fused_engine.kernel()
+        precision = "int8"
+    else:
+        kernel = None
+    return {
+        "engine": compute.engine,
+        "device": "cpu",
+        "precision": precision,
+        "kernel": kernel,
+        "reason": "set by TM_GUIDE_ENGINE",
+        "passed_over": {},
+    }
+
+
 def translate_options(
     options: MTOptions, m: int, memory_ids: Sequence[int], compute: Any, card: Any = None
 ) -> Any:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from flask import Blueprint, Response, jsonify
 
 from server.api.common import services
+from server.translation import engine_status
 
 log = logging.getLogger(__name__)
 blueprint = Blueprint("health", __name__)
@@ -30,15 +32,19 @@ def ready() -> tuple[Response, int]:
         log.warning("readiness: database check failed: %s", exc)
         checks["database"] = f"error: {type(exc).__name__}"
         ok = False
+    engine = None
     if ok:
         try:
-            services().translator()
+            translator = services().translator()
             checks["model"] = "ok"
+            engine = engine_status(translator, services().config.compute)
         except Exception as exc:
             log.warning("readiness: model check failed: %s", exc)
             checks["model"] = f"error: {getattr(exc, 'message', type(exc).__name__)}"
             ok = False
-    body = {"status": "ready" if ok else "not_ready", "checks": checks}
+    body: dict[str, Any] = {"status": "ready" if ok else "not_ready", "checks": checks}
+    if engine is not None:
+        body["engine"] = engine
     return jsonify(body), 200 if ok else 503
 
 

@@ -85,3 +85,68 @@ SENTENCES = [
 @pytest.fixture(scope="session")
 def sentences() -> list[str]:
     return list(SENTENCES)
+
+
+@pytest.fixture(scope="session")
+def tiny_t5_bundle(tmp_path_factory: pytest.TempPathFactory):
+    """A T5 (relative attention: neither exact re-implementation has it), 2+2 layers, d_model
+    64, random weights, converted to int8 by `convert` as a user's T5 checkpoint would be."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    import io
+
+    import sentencepiece as spm
+
+    from tm_guide.model import Bundle
+    from tm_guide.model.convert import ConvertOptions, convert_checkpoint
+
+    out = tmp_path_factory.mktemp("tiny-t5")
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(SENTENCES * 4),
+        model_writer=model,
+        vocab_size=256,
+        hard_vocab_limit=False,
+        model_type="unigram",
+        pad_id=0,
+        eos_id=1,
+        unk_id=2,
+        bos_id=-1,
+        character_coverage=1.0,
+        num_threads=1,
+        minloglevel=2,
+    )
+    for name in ("spiece.model", "source.spm", "target.spm"):
+        (out / name).write_bytes(model.getvalue())
+    pieces = spm.SentencePieceProcessor(model_proto=model.getvalue())
+    vocab = [(pieces.id_to_piece(i), pieces.get_score(i)) for i in range(pieces.get_piece_size())]
+    tokenizer = transformers.T5Tokenizer(vocab=vocab, extra_ids=0)
+    tokenizer.save_pretrained(out)
+    config = transformers.T5Config(
+        vocab_size=len(tokenizer),
+        d_model=64,
+        d_kv=16,
+        d_ff=128,
+        num_layers=2,
+        num_decoder_layers=2,
+        num_heads=4,
+        pad_token_id=0,
+        eos_token_id=1,
+        decoder_start_token_id=0,
+    )
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        transformers.T5ForConditionalGeneration(config).eval().save_pretrained(out)
+    path = convert_checkpoint(
+        ConvertOptions(
+            source_format="transformers",
+            checkpoint=out,
+            output_dir=tmp_path_factory.mktemp("tiny-t5-bundle") / "t5",
+            source_lang="en",
+            target_lang="de",
+            quantization="int8",
+            name="tiny-t5",
+            training_data="random weights (test fixture)",
+        )
+    )
+    return Bundle.load(path, device="cpu", intra_threads=1)

@@ -230,6 +230,23 @@ def test_every_kernel_path_gives_the_portable_loops_results(request, bundle_name
         assert searches[path] == searches["portable"], path
 
 
+@pytest.mark.parametrize("bundle_name", ["peaked_int8_bundle", "demo_bundle"])
+def test_the_thread_count_does_not_change_a_bit(request, bundle_name, sentences):
+    """Threads share out a batch's weight blocks and attention rows; each output is computed as
+    on one thread, so 1, 2 and 3 threads give the same hypotheses and scores."""
+    bundle = request.getfixturevalue(bundle_name)
+    inputs = model_inputs(bundle, sentences)
+    rewards = _plausible_pieces(bundle, inputs)
+    options = SearchOptions(beam_size=4, max_length=MAX_LENGTH, lam=1.0)
+    found = [
+        beam_search(fused_engine.FusedDecoder(bundle.path, threads=n), inputs, options, rewards)
+        for n in (1, 2, 3)
+    ]
+    assert found[0] == found[1] == found[2]
+    with pytest.raises(ModelError, match="at least one thread"):
+        fused_engine.FusedDecoder(bundle.path, threads=0)
+
+
 def test_a_kernel_path_the_cpu_lacks_is_refused():
     with pytest.raises(ModelError, match="does not run on this CPU"):
         fused_engine.set_kernel("sse9")

@@ -131,6 +131,8 @@ def test_model_info_prints_the_card(
     assert main(["model", "info", "--model", str(tiny_bundle.path)]) == 0
     out = capsys.readouterr().out
     assert "en -> de" in out and "tiny-en-de" in out and tiny_bundle.tokenizer_id in out
+    engine_line = next(line for line in out.splitlines() if line.startswith("guided engine"))
+    assert "(float32)" in engine_line  # a float32 model runs in float32 (engine registry)
     assert main(["model", "info", "--model", str(tiny_bundle.path), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["files"] == tiny_bundle.card.files
 

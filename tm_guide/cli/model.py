@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from tm_guide.config import Settings
 
@@ -141,11 +142,22 @@ def info_command(args: argparse.Namespace) -> int:
         ("chrF", _metric(metrics.chrf)),
         ("test set", metrics.test_set or "-"),
         ("files", ", ".join(sorted(card.files))),
+        ("guided engine", _engine(bundle)),
     ]
     width = max(len(label) for label, _ in rows)
     for label, value in rows:
         print(f"{label:<{width}}  {value}")
     return 0
+
+
+def _engine(bundle: Any) -> str:
+    """What `--engine auto` runs for this bundle on this CPU, and the faster engines passed
+    over (tm_guide.decoding.engines)."""
+    from tm_guide.decoding.engines import choose_engine
+
+    choice = choose_engine(bundle.path, bundle.card.quantization, "cpu")
+    passed = "".join(f"; not {engine}: {why}" for engine, why in choice.passed_over)
+    return choice.describe() + passed
 
 
 def _metric(value: float | None) -> str:

@@ -90,8 +90,13 @@ def _require() -> Any:
 class FusedDecoder(TargetVocabulary):
     """The bundle's model in the compiled engine; `run_search` does the whole guided search."""
 
-    def __init__(self, model_dir: Path | str) -> None:
+    def __init__(self, model_dir: Path | str, threads: int = 1) -> None:
+        """`threads`: how many threads one batch is decoded on (its products and attention rows
+        are shared out; the result does not depend on the count)."""
         fused = _require()
+        if threads < 1:
+            raise ModelError(f"the fused engine needs at least one thread, not {threads}")
+        self.threads = threads
         model_file = read_model_file(Path(model_dir))
         check_supported(model_file)
         self.sources = SourceIds(model_file)
@@ -149,6 +154,7 @@ def search_config(decoder: StepDecoder | FusedDecoder, options: SearchOptions) -
     config.vocab = decoder.vocab_size
     config.start_id = decoder.start_id
     config.end_id = decoder.end_id
+    config.threads = getattr(decoder, "threads", 1)
     return config
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tm_guide.decoding.ct2_engine import CT2StepDecoder
+from tm_guide.decoding.engines import ENGINES, EngineChoice, choose_engine
 from tm_guide.decoding.rerank import rerank_search
 from tm_guide.decoding.rewards import PieceReward
 from tm_guide.decoding.search import (
@@ -28,7 +29,7 @@ from tm_guide.decoding.search import (
 )
 from tm_guide.errors import InvalidInput, ModelError
 
-ENGINES = ("fused", "torch", "ct2", "rerank", "auto")
+__all__ = ["ENGINES", "GuidedResult", "GuidedTranslator", "MatchedPiece", "TranslateOptions"]
 log = logging.getLogger(__name__)
 
 
@@ -38,7 +39,8 @@ class TranslateOptions:
 
     engine: "fused" (fast exact, compiled, CPU), "torch" (fast exact, needs the [torch] extra;
         CPU or CUDA), "ct2" (exact, slow, no extra), "rerank" (approximate: native n-best
-        reranked), "auto" (fused on CPU when it was built, else torch when available, else ct2).
+        reranked), "auto" (the fastest exact engine for the model here: see
+        tm_guide.decoding.engines).
     lam: reward weight lambda of eq. 10 (0 = unguided). reward_repeats: eq. 10 rewards a piece
     each time it is produced; False rewards a piece of two or more tokens once per hypothesis,
     which stops outputs that loop on pieces (see tm_guide.decoding.rewards). m, min_similarity,
@@ -67,7 +69,9 @@ class TranslateOptions:
     return_unguided: bool = False
     memory_ids: tuple[int, ...] = ()
     rerank_width: int = 0  # n-best size for engine="rerank"; 0 = beam_size
-    threads: int = 0  # torch intra-op threads; 0 = leave as is
+    # threads one batch decodes on (torch intra-op threads, the fused engine's products and
+    # attention rows); 0 = torch's own setting, one thread for the fused engine
+    threads: int = 0
     # torch engine on CPU: int8 linear layers (fbgemm); None = when the bundle is int8
     quantize: bool | None = None
 
@@ -135,6 +139,8 @@ class GuidedTranslator:
         self.token_to_id = {token: i for i, token in enumerate(self.target_vocabulary)}
         self._builder: Any = None
         self._engines: dict[tuple[str, str, bool], StepDecoder | WholeSearchDecoder] = {}
+        self._refused: dict[tuple[str, str, bool], ModelError] = {}
+        self._choices: dict[str, EngineChoice] = {}
         self._lock = threading.Lock()  # engines and the builder are made once, on first use
 
     # -- pieces -------------------------------------------------------------------------
@@ -158,23 +164,22 @@ class GuidedTranslator:
 
     # -- engines ------------------------------------------------------------------------
     def engine_name(self, options: TranslateOptions) -> str:
-        """The engine `options` lead to: "auto" is fused on CPU when it was built and runs this
-        model, else torch when PyTorch is installed and runs it, else ct2 (all exact)."""
+        """The engine `options` lead to: the one named, or for "auto" the engine registry's
+        choice for this model and device (made once, logged once)."""
         if options.engine != "auto":
             return options.engine
-        if options.device == "cpu":
-            try:
-                self.step_decoder("fused", options)
-            except ModelError as exc:
-                log.info("guided decoding does not use the fused engine: %s", exc)
-            else:
-                return "fused"
-        try:
-            self.step_decoder("torch", options)
-        except (ImportError, ModelError) as exc:
-            log.info("guided decoding falls back to the ct2 engine: %s", exc)
-            return "ct2"
-        return "torch"
+        return self.engine_choice(options.device).engine
+
+    def engine_choice(self, device: str = "cpu") -> EngineChoice:
+        """What "auto" runs on `device`, and why (tm_guide.decoding.engines)."""
+        with self._lock:
+            if device not in self._choices:
+                choice = choose_engine(self.bundle.path, self.bundle.card.quantization, device)
+                log.info("guided decoding engine: %s", choice.describe())
+                for engine, why in choice.passed_over:
+                    log.info("guided decoding passes over the %s engine: %s", engine, why)
+                self._choices[device] = choice
+            return self._choices[device]
 
     def step_decoder(
         self, engine: str, options: TranslateOptions
@@ -189,8 +194,14 @@ class GuidedTranslator:
             quantize = device == "cpu" and self.bundle.card.quantization.startswith("int8")
         key = (engine, device, bool(quantize))
         with self._lock:
+            if key in self._refused:  # a model an engine cannot run is not read again
+                raise self._refused[key]
             if key not in self._engines:
-                self._engines[key] = self._make_engine(key, options)
+                try:
+                    self._engines[key] = self._make_engine(key, options)
+                except ModelError as exc:
+                    self._refused[key] = exc
+                    raise
             return self._engines[key]
 
     def _make_engine(
@@ -204,7 +215,7 @@ class GuidedTranslator:
 
             if device != "cpu":
                 raise ModelError(f"the fused engine runs on the CPU, not {device!r}")
-            return FusedDecoder(self.bundle.path)
+            return FusedDecoder(self.bundle.path, threads=options.threads or 1)
         if engine == "torch":
             from tm_guide.decoding.torch_engine import TorchStepDecoder
 

@@ -119,7 +119,8 @@ PYBIND11_MODULE(_fused, m) {
       .def_readwrite("reward_repeats", &SearchConfig::reward_repeats)
       .def_readwrite("vocab", &SearchConfig::vocab)
       .def_readwrite("start_id", &SearchConfig::start_id)
-      .def_readwrite("end_id", &SearchConfig::end_id);
+      .def_readwrite("end_id", &SearchConfig::end_id)
+      .def_readwrite("threads", &SearchConfig::threads);
 
   py::class_<RewardTable, std::shared_ptr<RewardTable>>(m, "RewardTable")
       .def(py::init<const std::vector<std::pair<std::vector<int>, double>>&, int, int>(),
@@ -136,7 +137,7 @@ PYBIND11_MODULE(_fused, m) {
             std::vector<std::vector<Closed>> closed;
             {
               py::gil_scoped_release release;
-              Decoding decoding(model, model.encode(sources), cfg.end_id);
+              Decoding decoding(model, model.encode(sources, cfg.threads), cfg.end_id, cfg.threads);
               closed = run_search(decoding, static_cast<int>(sources.size()), caps, cfg,
                                   table_pointers(rewards));
             }

@@ -90,13 +90,15 @@ inline float dequantize(int32_t c, int m, int n, const Epilogue& e) {
 }
 
 // Y[m, n] = sum_k A[m, k] * W[n, k], dequantized: A [rows, kp] as u8 (the int8 values + 128),
-// W packed.
+// W packed; only the outputs of 16-row weight blocks [block_begin, block_end) (the threads of
+// one product share the blocks out).
 inline void gemm_portable(const uint8_t* a, int m_rows, const int8_t* packed, int n_cols, int kp,
-                          const Epilogue& e, float* y) {
+                          const Epilogue& e, float* y, int block_begin, int block_end) {
   const int groups = kp / 4;
+  const int n_end = std::min(n_cols, block_end * 16);
   for (int m = 0; m < m_rows; ++m) {
     const uint8_t* arow = a + static_cast<size_t>(m) * kp;
-    for (int n = 0; n < n_cols; ++n) {
+    for (int n = block_begin * 16; n < n_end; ++n) {
       const int8_t* block = packed + static_cast<size_t>(n / 16) * groups * 64 + (n % 16) * 4;
       int32_t sum = 0;
       for (int g = 0; g < groups; ++g)
@@ -201,13 +203,12 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) static void vnni_rows(
 
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) static void gemm_vnni(
     const uint8_t* a, int m_rows, const int8_t* packed, int n_cols, int kp, const Epilogue& e,
-    float* y) {
-  const int blocks = (n_cols + 15) / 16;
+    float* y, int block_begin, int block_end) {
   const size_t block_stride = static_cast<size_t>(kp / 4) * 64;
   // two blocks (32 outputs) at a time; each tile's weights stay in L1 while all rows pass
-  for (int block = 0; block < blocks; block += 2) {
+  for (int block = block_begin; block < block_end; block += 2) {
     const int8_t* w = packed + block * block_stride;
-    const bool pair = block + 1 < blocks;
+    const bool pair = block + 1 < block_end;
     for (int m = 0; m < m_rows; m += 8) {
       const int rows = std::min(8, m_rows - m);
       const uint8_t* am = a + static_cast<size_t>(m) * kp;
@@ -326,26 +327,46 @@ __attribute__((target("avx2"))) static void avx2_tile(const int16_t* a, int kp, 
         acc[i][q] = _mm256_add_epi32(_mm256_madd_epi16(x, wv[q]), acc[i][q]);
     }
   }
-  for (int i = 0; i < MB; ++i)
-    for (int q = 0; q < 4; ++q) {
-      alignas(32) int32_t pairs[8];
-      _mm256_store_si256(reinterpret_cast<__m256i*>(pairs), acc[i][q]);
-      for (int r = 0; r < 4; ++r) {
-        const int n = n0 + q * 4 + r;
-        if (n < n_cols)
-          y[static_cast<size_t>(i) * n_cols + n] =
-              dequantize(pairs[2 * r] + pairs[2 * r + 1], m0 + i, n, e);
+  if (n0 + 16 > n_cols) {  // the last, partial block: one output at a time
+    for (int i = 0; i < MB; ++i)
+      for (int q = 0; q < 4; ++q) {
+        alignas(32) int32_t pairs[8];
+        _mm256_store_si256(reinterpret_cast<__m256i*>(pairs), acc[i][q]);
+        for (int r = 0; r < 4; ++r) {
+          const int n = n0 + q * 4 + r;
+          if (n < n_cols)
+            y[static_cast<size_t>(i) * n_cols + n] =
+                dequantize(pairs[2 * r] + pairs[2 * r + 1], m0 + i, n, e);
+        }
       }
+    return;
+  }
+  // dequantize's operations, in its order, on 8 outputs at a time
+  for (int half = 0; half < 2; ++half) {
+    const int col = n0 + half * 8;
+    const __m256i shift = _mm256_slli_epi32(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(e.column_sum + col)), 7);
+    const __m256 scales = _mm256_loadu_ps(e.inverse_scale + col);
+    for (int i = 0; i < MB; ++i) {
+      // pair sums of quarters 2h and 2h+1, back in output order
+      const __m256i sums =
+          _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[i][2 * half], acc[i][2 * half + 1]), 0xD8);
+      const __m256 products = _mm256_cvtepi32_ps(_mm256_sub_epi32(sums, shift));
+      __m256 out =
+          _mm256_mul_ps(products, _mm256_mul_ps(_mm256_set1_ps(e.row_scale[m0 + i]), scales));
+      if (e.bias) out = _mm256_add_ps(out, _mm256_loadu_ps(e.bias + col));
+      _mm256_storeu_ps(y + static_cast<size_t>(i) * n_cols + col, out);
     }
+  }
 }
 
-__attribute__((target("avx2"))) static void gemm_avx2(const uint8_t* a8, int m_rows,
+__attribute__((target("avx2"))) static void gemm_avx2(const int16_t* a, int m_rows,
                                                       const int8_t* packed, int n_cols, int kp,
-                                                      const Epilogue& e, float* y) {
-  const int16_t* a = widened(a8, static_cast<size_t>(m_rows) * kp);
-  const int blocks = (n_cols + 15) / 16;
+                                                      const Epilogue& e, float* y, int block_begin,
+                                                      int block_end) {
   const size_t block_stride = static_cast<size_t>(kp / 4) * 64;
-  for (int block = 0; block < blocks; ++block) {  // a block's weights stay in L1 for all rows
+  // a block's weights stay in L1 while all rows pass
+  for (int block = block_begin; block < block_end; ++block) {
     const int8_t* w = packed + block * block_stride;
     int m = 0;
     for (; m + 2 <= m_rows; m += 2)
@@ -434,13 +455,11 @@ __attribute__((target("avx2"))) static uint32_t above16_avx2(const float* row, f
 // ---- NEON (AArch64) ------------------------------------------------------------------------
 // 16-bit products widened into 32-bit lanes (vmlal_s16), one accumulator per output row: the
 // same integers as the portable loops.
-static void gemm_neon(const uint8_t* a8, int m_rows, const int8_t* packed, int n_cols, int kp,
-                      const Epilogue& e, float* y) {
-  const int16_t* a = widened(a8, static_cast<size_t>(m_rows) * kp);
+static void gemm_neon(const int16_t* a, int m_rows, const int8_t* packed, int n_cols, int kp,
+                      const Epilogue& e, float* y, int block_begin, int block_end) {
   const int groups = kp / 4;
-  const int blocks = (n_cols + 15) / 16;
   const size_t block_stride = static_cast<size_t>(groups) * 64;
-  for (int block = 0; block < blocks; ++block) {
+  for (int block = block_begin; block < block_end; ++block) {
     const int8_t* w = packed + block * block_stride;
     for (int m = 0; m < m_rows; ++m) {
       const int16_t* arow = a + static_cast<size_t>(m) * kp;
@@ -532,18 +551,53 @@ static uint32_t above16_neon(const float* row, float base, float threshold) {
 
 // ---- dispatch ---------------------------------------------------------------------------
 
+// Y = A W^T dequantized (see gemm_portable), on the active kernel path and `threads` threads,
+// which share out the 16-row weight blocks: every output is computed as on one thread, so the
+// bits do not depend on the thread count.
 inline void gemm(const uint8_t* a, int m_rows, const int8_t* b, int n_cols, int kp,
-                 const Epilogue& e, float* y) {
-  switch (active_kernel) {
+                 const Epilogue& e, float* y, int threads = 1) {
+  const int blocks = (n_cols + 15) / 16;
+  const Kernel kernel = active_kernel;
+  const int16_t* wide = nullptr;  // the 16-bit paths widen the activations once, here
+  if (kernel == Kernel::avx2 || kernel == Kernel::neon)
+    wide = widened(a, static_cast<size_t>(m_rows) * kp);
+  auto run = [&](int begin, int end) {
+    switch (kernel) {
 #ifdef TMG_X86
-    case Kernel::avx512_vnni: return gemm_vnni(a, m_rows, b, n_cols, kp, e, y);
-    case Kernel::avx2: return gemm_avx2(a, m_rows, b, n_cols, kp, e, y);
+      case Kernel::avx512_vnni: return gemm_vnni(a, m_rows, b, n_cols, kp, e, y, begin, end);
+      case Kernel::avx2: return gemm_avx2(wide, m_rows, b, n_cols, kp, e, y, begin, end);
 #endif
 #ifdef TMG_NEON
-    case Kernel::neon: return gemm_neon(a, m_rows, b, n_cols, kp, e, y);
+      case Kernel::neon: return gemm_neon(wide, m_rows, b, n_cols, kp, e, y, begin, end);
 #endif
-    default: return gemm_portable(a, m_rows, b, n_cols, kp, e, y);
+      default: return gemm_portable(a, m_rows, b, n_cols, kp, e, y, begin, end);
+    }
+  };
+  // below ~64k products per thread, starting the threads costs more than they save
+  const int64_t work = static_cast<int64_t>(m_rows) * n_cols * kp;
+  const int parts = static_cast<int>(std::min<int64_t>({threads, blocks / 2, work >> 16}));
+  if (parts <= 1) return run(0, blocks);
+  // whole pairs of blocks per part (the VNNI path takes blocks two at a time)
+  const int pairs = (blocks + 1) / 2;
+#pragma omp parallel for num_threads(parts) schedule(static)
+  for (int part = 0; part < parts; ++part) {
+    const int begin = 2 * (pairs * part / parts),
+              end = std::min(blocks, 2 * (pairs * (part + 1) / parts));
+    run(begin, end);
   }
+}
+
+// f(i) for i < n on up to `threads` threads (rows of attention, of the output softmax): each i
+// computed as on one thread.
+template <typename F>
+inline void for_each_row(int n, int threads, F f) {
+  const int parts = std::min(threads, n);
+  if (parts <= 1) {
+    for (int i = 0; i < n; ++i) f(i);
+    return;
+  }
+#pragma omp parallel for num_threads(parts) schedule(static)
+  for (int i = 0; i < n; ++i) f(i);
 }
 
 // Sum of exp(x[i] - shift) over a row whose maximum is shift.

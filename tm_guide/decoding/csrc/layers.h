@@ -17,6 +17,7 @@ using Int8Array = py::array_t<int8_t, py::array::c_style | py::array::forcecast>
 struct Scratch {
   std::vector<uint8_t> quantized;
   std::vector<float> inverse_scales;
+  int threads = 1;  // the products' threads (kernels.h gemm)
 };
 
 struct Linear {
@@ -68,7 +69,7 @@ struct Linear {
     }
     const Epilogue e{column_sum.data(), inverse_scale.data(), bias.empty() ? nullptr : bias.data(),
                      s.inverse_scales.data()};
-    gemm(s.quantized.data(), rows, weight.data(), out, kp, e, y);
+    gemm(s.quantized.data(), rows, weight.data(), out, kp, e, y, s.threads);
   }
 };
 

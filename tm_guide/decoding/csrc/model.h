@@ -146,10 +146,11 @@ class Model {
     return buffer.data();
   }
 
-  std::vector<Encoded> encode(const std::vector<std::vector<int>>& sources) const {
+  std::vector<Encoded> encode(const std::vector<std::vector<int>>& sources, int threads = 1) const {
     std::vector<Encoded> result(sources.size());
     Scratch s;
-    std::vector<float> x, h, qkv, att, inner, normed, q, weights_buf, kv;
+    s.threads = threads;
+    std::vector<float> x, h, qkv, att, inner, normed, kv;
     for (size_t b = 0; b < sources.size(); ++b) {
       const auto& ids = sources[b];
       const int time = static_cast<int>(ids.size());
@@ -167,7 +168,8 @@ class Model {
         layer.qkv.apply(sublayer_input(x.data(), time, layer.self_norm, normed), time, qkv.data(),
                         s);
         att.assign(static_cast<size_t>(time) * depth, 0.0f);
-        for (int t = 0; t < time; ++t) {
+        for_each_row(time, threads, [&](int t) {
+          thread_local std::vector<float> q, weights_buf;
           for (int hh = 0; hh < heads; ++hh) {
             attend(
                 qkv.data() + static_cast<size_t>(t) * 3 * depth + hh * head_dim, scale, time,
@@ -181,7 +183,7 @@ class Model {
                 },
                 att.data() + static_cast<size_t>(t) * depth + hh * head_dim, q, weights_buf);
           }
-        }
+        });
         h.resize(static_cast<size_t>(time) * depth);
         layer.out.apply(att.data(), time, h.data(), s);
         residual(x.data(), h.data(), time, layer.self_norm);
@@ -211,12 +213,15 @@ class Model {
 // ancestor at each earlier step is kept instead of reordering the cache.
 class Decoding : public StepProvider {
  public:
-  Decoding(const Model& model, std::vector<Encoded> encoded, int end_id)
+  Decoding(const Model& model, std::vector<Encoded> encoded, int end_id, int threads = 1)
       : end_id_(end_id),
+        threads_(threads),
         m_(model),
         encoded_(std::move(encoded)),
         keys_(model.decoder_layers.size()),
-        values_(model.decoder_layers.size()) {}
+        values_(model.decoder_layers.size()) {
+    s_.threads = threads;
+  }
 
   float* step(const int* parents, const std::vector<int>& row_sentences,
               const std::vector<int>& last_ids, bool mask_end) override {
@@ -260,7 +265,8 @@ class Decoding : public StepProvider {
       const auto& layer_keys = keys_[li];
       const auto& layer_values = values_[li];
       att_.assign(static_cast<size_t>(rows) * depth, 0.0f);
-      for (int r = 0; r < rows; ++r) {
+      for_each_row(rows, threads_, [&](int r) {
+        thread_local std::vector<float> q, weights;
         for (int h = 0; h < m_.heads; ++h) {
           const int offset = h * hd;
           attend(
@@ -273,9 +279,9 @@ class Decoding : public StepProvider {
                 return layer_values[j].data() + static_cast<size_t>(ancestors_[j][r]) * depth +
                        offset;
               },
-              att_.data() + static_cast<size_t>(r) * depth + offset, q_, weights_);
+              att_.data() + static_cast<size_t>(r) * depth + offset, q, weights);
         }
-      }
+      });
       h_.resize(static_cast<size_t>(rows) * depth);
       layer.self_out.apply(att_.data(), rows, h_.data(), s_);
       m_.residual(x_.data(), h_.data(), rows, layer.self_norm);
@@ -283,7 +289,8 @@ class Decoding : public StepProvider {
       cq_.resize(static_cast<size_t>(rows) * depth);
       layer.cross_q.apply(m_.sublayer_input(x_.data(), rows, layer.cross_norm, normed_), rows,
                           cq_.data(), s_);
-      for (int r = 0; r < rows; ++r) {
+      for_each_row(rows, threads_, [&](int r) {
+        thread_local std::vector<float> q, weights;
         const Encoded& e = encoded_[row_sentences[r]];
         const float* ek = e.keys[li].data();
         const float* ev = e.values[li].data();
@@ -293,9 +300,9 @@ class Decoding : public StepProvider {
               cq_.data() + static_cast<size_t>(r) * depth + offset, scale, e.length, hd,
               [&](int j) { return ek + static_cast<size_t>(j) * depth + offset; },
               [&](int j) { return ev + static_cast<size_t>(j) * depth + offset; },
-              att_.data() + static_cast<size_t>(r) * depth + offset, q_, weights_);
+              att_.data() + static_cast<size_t>(r) * depth + offset, q, weights);
         }
-      }
+      });
       layer.cross_out.apply(att_.data(), rows, h_.data(), s_);
       m_.residual(x_.data(), h_.data(), rows, layer.cross_norm);
       // feed-forward
@@ -310,20 +317,21 @@ class Decoding : public StepProvider {
     const int vocab = m_.vocab;
     logits_.resize(static_cast<size_t>(rows) * vocab);
     m_.projection.apply(x_.data(), rows, logits_.data(), s_);
-    for (int r = 0; r < rows; ++r) {
+    for_each_row(rows, threads_, [&](int r) {
       float* row = logits_.data() + static_cast<size_t>(r) * vocab;
       if (mask_end) row[end_id_] = -std::numeric_limits<float>::infinity();
       const float top = max_of(row, vocab);
       const float shift = top + std::log(sum_exp(row, vocab, top));
 #pragma omp simd
       for (int i = 0; i < vocab; ++i) row[i] -= shift;
-    }
+    });
     ++step_;
     return logits_.data();
   }
 
  private:
   int end_id_;
+  int threads_;
   const Model& m_;
   std::vector<Encoded> encoded_;
   std::vector<std::vector<std::vector<float>>> keys_, values_;  // [layer][step] -> [rows, depth]
@@ -331,7 +339,7 @@ class Decoding : public StepProvider {
   std::vector<int> moved_;  // scratch for reordering ancestors_
   int step_ = 0;
   Scratch s_;
-  std::vector<float> x_, qkv_, att_, h_, cq_, inner_, logits_, normed_, q_, weights_;
+  std::vector<float> x_, qkv_, att_, h_, cq_, inner_, logits_, normed_;
 };
 
 }  // namespace tm_guide_fused

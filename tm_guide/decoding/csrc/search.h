@@ -22,6 +22,7 @@ struct SearchConfig {
   int vocab = 0;
   int start_id = 0;
   int end_id = 0;
+  int threads = 1;  // the decoder's threads for one batch (products, attention rows)
 };
 
 struct Closed {

@@ -1,0 +1,149 @@
+"""Which engine decodes the guided search: one place decides, and says why.
+
+`choose_engine` looks at the model as it is stored (architecture, int8 or float), the device, the
+CPU's kernel paths and the installed extras, and picks the first engine of this order that runs
+the model exactly in its own precision:
+
+CPU:  1. fused on a vector kernel path (AVX-512 VNNI, AVX2, NEON), int8 models
+      2. torch (int8 as CTranslate2 stores it, or float32), when PyTorch is installed
+      3. ct2 (CTranslate2 runs each decoder step), any model CTranslate2 runs
+CUDA: 1. torch on CUDA  2. ct2
+
+The order is the measured one (bench/decoding_bench.py; docs/benchmarks.md "Decoding engines"):
+on the demo bundle, one thread, the fused engine on AVX2 runs 0.67x native CTranslate2 per
+sentence, torch-int8 1.16x, ct2 10x, and the fused engine's portable loops 14x, so those loops are
+never chosen: they run only when asked for by name. A float model is never given to the fused
+engine by "auto", because it computes in int8 and would not be exact.
+
+Everything an engine refuses is part of the choice (`passed_over`), so a model an engine cannot
+run is read once, at the first translation, not at every request.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tm_guide.errors import ModelError
+
+ENGINES = ("fused", "torch", "ct2", "rerank", "auto")
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class EngineChoice:
+    """The engine "auto" runs for one model and device, and why."""
+
+    engine: str  # "fused", "torch" or "ct2"
+    device: str  # "cpu" or "cuda"
+    precision: str  # what the engine computes in: "int8" or "float32"
+    reason: str
+    kernel: str | None = None  # the fused engine's kernel path
+    passed_over: tuple[tuple[str, str], ...] = ()  # (faster engine, why it does not run here)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "engine": self.engine,
+            "device": self.device,
+            "precision": self.precision,
+            "kernel": self.kernel,
+            "reason": self.reason,
+            "passed_over": {engine: why for engine, why in self.passed_over},
+        }
+
+    def describe(self) -> str:
+        """One line for logs and `tm-guide model info`."""
+        on = f" on {self.kernel} kernels" if self.kernel else f" on {self.device}"
+        return f"{self.engine}{on} ({self.precision}): {self.reason}"
+
+
+def stored_precision(quantization: str) -> str:
+    """ "int8" for CTranslate2's int8 kinds (int8, int8_float32, int8_float16...), else float32,
+    in which every engine computes a float model on the CPU (CTranslate2 included)."""
+    return "int8" if quantization.startswith("int8") else "float32"
+
+
+def choose_engine(model_dir: Path | str, quantization: str, device: str = "cpu") -> EngineChoice:
+    """The engine that "auto" runs for the model in `model_dir` on `device` ("cpu", "cuda" or
+    "auto": CUDA when PyTorch sees a GPU)."""
+    precision = stored_precision(quantization)
+    passed: list[tuple[str, str]] = []
+    unsupported = _unsupported(Path(model_dir))
+    torch_there = importlib.util.find_spec("torch") is not None
+    if device == "auto":
+        device = "cuda" if torch_there and _cuda_available() else "cpu"
+    if device == "cpu":
+        fused_why = _fused_refusal(unsupported, precision)
+        if fused_why is None:
+            from tm_guide.decoding import fused_engine
+
+            kernel = fused_engine.kernel()
+            return EngineChoice(
+                "fused",
+                "cpu",
+                "int8",
+                "the fastest exact engine here",
+                kernel=kernel,
+            )
+        passed.append(("fused", fused_why))
+    torch_why = _torch_refusal(unsupported, torch_there)
+    if torch_why is None:
+        torch_precision = precision if device == "cpu" else "float32"
+        return EngineChoice(
+            "torch",
+            device,
+            torch_precision,
+            "the fastest exact engine that runs here"
+            + (" (int8 products as CTranslate2 stores them)" if torch_precision == "int8" else ""),
+            passed_over=tuple(passed),
+        )
+    passed.append(("torch", torch_why))
+    return EngineChoice(
+        "ct2",
+        device,
+        precision,
+        "CTranslate2 computes every step; the faster engines do not run here",
+        passed_over=tuple(passed),
+    )
+
+
+def _unsupported(model_dir: Path) -> str | None:
+    """Why the fused and torch engines cannot run this model (they implement the same
+    TransformerSpec features), or None."""
+    from tm_guide.decoding.model_file import read_model_file
+    from tm_guide.decoding.transformer_spec import check_supported
+
+    try:
+        check_supported(read_model_file(model_dir))
+    except ModelError as exc:
+        return str(exc)
+    return None
+
+
+def _fused_refusal(unsupported: str | None, precision: str) -> str | None:
+    from tm_guide.decoding import fused_engine
+
+    if not fused_engine.available():
+        return "not built (no C++ compiler at install time)"
+    if unsupported is not None:
+        return unsupported
+    if precision != "int8":
+        return f"computes in int8; the model is stored as {precision}, so it would not be exact"
+    if fused_engine.kernel() == "portable":
+        return "this CPU has none of its vector kernel paths (AVX-512 VNNI, AVX2, NEON)"
+    return None
+
+
+def _torch_refusal(unsupported: str | None, torch_there: bool) -> str | None:
+    if not torch_there:
+        return "PyTorch is not installed (the [torch] extra)"
+    return unsupported
+
+
+def _cuda_available() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_available())
