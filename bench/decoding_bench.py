@@ -157,6 +157,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="comma-separated; native always; fused:PATH runs the fused engine on one kernel "
         "path of this CPU (avx512-vnni, avx2, neon, portable)",
     )
+    parser.add_argument(
+        "--scaling",
+        action="store_true",
+        help="also time one batch of all sentences on 1, 2 and all cores (fused and native)",
+    )
     args = parser.parse_args(argv)
     if not (args.bundle / "model.bin").exists():
         print(f"no model bundle at {args.bundle}; pass --bundle DIR", file=sys.stderr)
@@ -298,7 +303,53 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"agree: same output as the exact CTranslate2 engine (first {len(few)} sentences)")
     if fast_exact is not None:
         print(f"= {fast_exact}: same output as that exact engine on all {len(every)} sentences")
+    if args.scaling:
+        thread_scaling(args, inputs, rewards, options)
     return 0
+
+
+def thread_scaling(
+    args: argparse.Namespace,
+    inputs: list[list[str]],
+    rewards: list[PieceReward],
+    options: SearchOptions,
+) -> None:
+    """One batch of every sentence on 1, 2 and all cores: the fused engine's threads against
+    CTranslate2's intra_threads (native, unguided), best of --repeat, runs alternating."""
+    from tm_guide.decoding import fused_engine
+
+    counts = sorted({1, 2, os.cpu_count() or 1})
+    runs: dict[str, Callable[[], object]] = {}
+    for n in counts:
+        decoder = fused_engine.FusedDecoder(args.bundle, threads=n)
+        translator = Bundle.load(args.bundle, device="cpu", intra_threads=n).translator
+        runs[f"fused {n}"] = lambda d=decoder: beam_search(d, inputs, options, rewards)
+        runs[f"native {n}"] = lambda t=translator: t.translate_batch(
+            inputs, beam_size=args.beam, max_decoding_length=args.max_length
+        )
+    times = dict.fromkeys(runs, float("inf"))
+    outputs: dict[str, object] = {}
+    for _ in range(args.repeat):
+        for name, run in runs.items():
+            started = time.perf_counter()
+            outputs[name] = run()
+            times[name] = min(times[name], time.perf_counter() - started)
+    same = all(outputs[f"fused {n}"] == outputs["fused 1"] for n in counts)
+    print()
+    print(
+        f"one batch of {len(inputs)} on N threads ({fused_engine.kernel()} kernels); "
+        f"fused outputs identical across thread counts: {same}"
+    )
+    print(
+        f"{'threads':>8}{'fused ms':>10}{'speed-up':>10}{'native ms':>11}{'speed-up':>10}"
+        f"{'x native':>10}"
+    )
+    for n in counts:
+        fused, native = times[f"fused {n}"], times[f"native {n}"]
+        print(
+            f"{n:>8}{fused * 1000:>10.0f}{times['fused 1'] / fused:>10.2f}"
+            f"{native * 1000:>11.0f}{times['native 1'] / native:>10.2f}{fused / native:>10.2f}"
+        )
 
 
 if __name__ == "__main__":

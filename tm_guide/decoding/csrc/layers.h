@@ -52,7 +52,7 @@ struct Linear {
   void apply(const float* x, int rows, float* y, Scratch& s) const {
     s.quantized.resize(static_cast<size_t>(rows) * kp);
     s.inverse_scales.resize(rows);
-    for (int m = 0; m < rows; ++m) {
+    for_each_row(rows, s.threads, [&](int m) {
       const float* row = x + static_cast<size_t>(m) * in;
       float amax = 0.0f;
 #pragma omp simd reduction(max : amax)
@@ -66,7 +66,7 @@ struct Linear {
       }
       std::memset(q + in, 128, kp - in);
       s.inverse_scales[m] = 1.0f / scale;
-    }
+    });
     const Epilogue e{column_sum.data(), inverse_scale.data(), bias.empty() ? nullptr : bias.data(),
                      s.inverse_scales.data()};
     gemm(s.quantized.data(), rows, weight.data(), out, kp, e, y, s.threads);
