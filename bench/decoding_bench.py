@@ -304,7 +304,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if fast_exact is not None:
         print(f"= {fast_exact}: same output as that exact engine on all {len(every)} sentences")
     if args.scaling:
-        thread_scaling(args, inputs, rewards, options)
+        first = next((e for e in wanted if e.startswith("fused")), "fused")
+        thread_scaling(args, inputs, rewards, options, first.partition(":")[2] or None)
     return 0
 
 
@@ -313,11 +314,14 @@ def thread_scaling(
     inputs: list[list[str]],
     rewards: list[PieceReward],
     options: SearchOptions,
+    kernel: str | None,
 ) -> None:
-    """One batch of every sentence on 1, 2 and all cores: the fused engine's threads against
-    CTranslate2's intra_threads (native, unguided), best of --repeat, runs alternating."""
+    """One batch of every sentence on 1, 2 and all cores: the fused engine's threads (on
+    `kernel`, else the CPU's fastest path) against CTranslate2's intra_threads (native,
+    unguided), best of --repeat, runs alternating."""
     from tm_guide.decoding import fused_engine
 
+    fused_engine.set_kernel(kernel or fused_engine.kernels()[0])
     counts = sorted({1, 2, os.cpu_count() or 1})
     runs: dict[str, Callable[[], object]] = {}
     for n in counts:

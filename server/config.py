@@ -51,9 +51,8 @@ class Compute:
     threads: int = 1
     # decoding threads taking batches from the one queue (one per core that decoding may use)
     decoders: int = 1
-    # auto: the compiled exact engine on CPU when it was built, else the exact PyTorch engine
-    # when the [torch] extra is installed, else the exact (slow) CTranslate2 step engine; rerank
-    # trades exactness for native speed
+    # auto: the engine registry's choice (tm_guide.decoding.engines); rerank trades exactness
+    # for native speed
     engine: str = "auto"
     # lambda (eq. 10) of requests that leave it open; None: the model card's guided_lambda
     # (tuned on a dev set with `tm-guide eval`), else 1
