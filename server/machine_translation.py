@@ -160,8 +160,9 @@ def _translated(result: dict[str, Any], alternatives: int) -> Translated:
     translation = result["translation"]
     text = translation["text"]
     others: list[str] = []
-    if alternatives:
-        candidates = [translation.get("unguided")] + [m["target"] for m in result["matches"]]
+    if alternatives:  # the guided translation first where a verbatim TM match took its place
+        candidates = [translation.get("mt_text"), translation.get("unguided")]
+        candidates += [m["target"] for m in result["matches"]]
         for candidate in candidates:
             if candidate and candidate != text and candidate not in others:
                 others.append(candidate)

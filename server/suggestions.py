@@ -45,6 +45,9 @@ class SuggestOptions:
     min_match: int = 50
     max_matches: int = 5
     translate: bool = True
+    # a verbatim TM match (100/101 after its memory's penalty) gives the suggestion's text, as in
+    # CAT tools; the guided translation stays beside it (mt_text)
+    exact_match_target: bool = True
     mt: MTOptions = field(default_factory=MTOptions)
 
 
@@ -93,6 +96,9 @@ def suggest(
     ):
         for stage, ms in timings.items():
             services.metrics.stages.observe(ms / 1000, stage=stage)
+        if translation is not None:
+            verbatim = _verbatim(query, found, penalties) if options.exact_match_target else None
+            _set_origin(translation, verbatim, names)
         results_json.append(
             {
                 "source": query.source,
@@ -128,6 +134,36 @@ def _stage_timings(pieces: Any, decoded_ms: dict[str, float], queued_s: float) -
         timings["pieces"] = round((pieces.timings.get("total", 0.0) - retrieval) * 1000, 3)
     timings["total"] = round(sum(timings.values()), 3)
     return timings
+
+
+def _verbatim(query: SegmentQuery, hits: Sequence[Any], penalties: dict[int, int]) -> Any:
+    """The hit a CAT tool would insert: the highest match of 100 or more after its memory's
+    penalty, the most recent segment among equals; None when no memory holds the source."""
+    best, best_key = None, None
+    for hit in hits:
+        segment = hit.segment
+        raw = match_percentage(query.source, segment.source, query.context, segment.context)
+        match = raw - penalties.get(segment.memory_id, 0)
+        if match >= 100 and (best_key is None or (match, segment.id) > best_key):
+            best, best_key = (hit, match), (match, segment.id)
+    return best
+
+
+def _set_origin(translation: dict[str, Any], verbatim: Any, names: dict[int, str]) -> None:
+    """The suggestion's text: the verbatim match's target (origin tm), else the guided
+    translation (origin mt), which stays in mt_text either way."""
+    translation["mt_text"] = translation["text"]
+    translation["origin"] = "mt"
+    translation["tm_match"] = None
+    if verbatim is not None:
+        hit, match = verbatim
+        translation["text"] = hit.segment.target
+        translation["origin"] = "tm"
+        translation["tm_match"] = {
+            "segment_id": hit.segment.id,
+            "memory": names.get(hit.segment.memory_id),
+            "match": match,
+        }
 
 
 def _matches(

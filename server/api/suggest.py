@@ -25,6 +25,7 @@ OPTION_FIELDS = frozenset(
     {
         "translate",
         "unguided",
+        "exact_match_target",
         "m",
         "lambda",
         "beam_size",
@@ -155,6 +156,7 @@ def _options(body: dict[str, Any]) -> SuggestOptions:
         min_match=int(in_range(min_match, 0, 101, "options.min_match")),
         max_matches=int(in_range(max_matches, 0, 100, "options.max_matches")),
         translate=get_field(opts, "translate", bool, path=path, default=True),
+        exact_match_target=get_field(opts, "exact_match_target", bool, path=path, default=True),
         mt=MTOptions(
             lam=lam,
             beam_size=beam_size,

@@ -94,3 +94,44 @@ def test_memory_in_another_language_pair_than_the_model_is_422(server) -> None:
     assert (
         matches_only.status == 200 and matches_only.json["results"][0]["matches"][0]["match"] == 100
     )
+
+
+def test_a_verbatim_match_gives_the_tm_target_with_the_guided_translation_beside_it(server) -> None:
+    """As in CAT tools, a source the memory holds verbatim (100, or 101 with the same context)
+    is suggested as its TM target; the guided translation stays in mt_text. A penalty that
+    brings the match under 100, or exact_match_target false, leaves the guided translation."""
+    client = server.client
+    create_memory(client, "verbatim")
+    source = "Select table cell text page."
+    in_context = add_segment(
+        client, "verbatim", source, "Zelle im Kontext.", context="menu:table"
+    )
+    older = add_segment(client, "verbatim", source, "Alte Zielzeile.")
+    newer = add_segment(client, "verbatim", source, "Tabellenzelle auswählen.")  # among 100s
+
+    def ask(memories, **options):
+        reply = client.post(
+            "/v1/suggest", {"source": source, "memories": memories, "options": options}
+        )
+        assert reply.status == 200, reply.body
+        return reply.json["results"][0]["translation"]
+
+    plain = ask(["verbatim"])
+    assert (plain["origin"], plain["text"]) == ("tm", "Tabellenzelle auswählen.")
+    assert plain["tm_match"] == {"segment_id": newer["segment"]["id"], "memory": "verbatim", "match": 100}
+    assert plain["mt_text"] and older["segment"]["id"] < newer["segment"]["id"]
+
+    reply = client.post(
+        "/v1/suggest",
+        {"source": source, "context": "menu:table", "memories": ["verbatim"]},
+    )
+    assert reply.status == 200, reply.body
+    translation = reply.json["results"][0]["translation"]
+    assert translation["text"] == "Zelle im Kontext." and translation["tm_match"]["match"] == 101
+    assert translation["tm_match"]["segment_id"] == in_context["segment"]["id"]
+
+    penalised = ask([{"name": "verbatim", "penalty": 1}])
+    assert penalised["origin"] == "mt" and penalised["tm_match"] is None
+    assert penalised["text"] == penalised["mt_text"] == plain["mt_text"]
+    off = ask(["verbatim"], exact_match_target=False)
+    assert off["origin"] == "mt" and off["text"] == plain["mt_text"]
