@@ -103,9 +103,7 @@ def test_a_verbatim_match_gives_the_tm_target_with_the_guided_translation_beside
     client = server.client
     create_memory(client, "verbatim")
     source = "Select table cell text page."
-    in_context = add_segment(
-        client, "verbatim", source, "Zelle im Kontext.", context="menu:table"
-    )
+    in_context = add_segment(client, "verbatim", source, "Zelle im Kontext.", context="menu:table")
     older = add_segment(client, "verbatim", source, "Alte Zielzeile.")
     newer = add_segment(client, "verbatim", source, "Tabellenzelle auswählen.")  # among 100s
 
@@ -118,7 +116,11 @@ def test_a_verbatim_match_gives_the_tm_target_with_the_guided_translation_beside
 
     plain = ask(["verbatim"])
     assert (plain["origin"], plain["text"]) == ("tm", "Tabellenzelle auswählen.")
-    assert plain["tm_match"] == {"segment_id": newer["segment"]["id"], "memory": "verbatim", "match": 100}
+    assert plain["tm_match"] == {
+        "segment_id": newer["segment"]["id"],
+        "memory": "verbatim",
+        "match": 100,
+    }
     assert plain["mt_text"] and older["segment"]["id"] < newer["segment"]["id"]
 
     reply = client.post(
