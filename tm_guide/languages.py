@@ -26,6 +26,13 @@ _SCRIPT_MODIFIERS = {"latin": "Latn", "cyrillic": "Cyrl", "arabic": "Arab", "dev
 # language is accepted and matches only itself
 TAG_PATTERN = re.compile(r"^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$")
 
+# every spelling normalize() accepts: BCP 47 with - or _, a locale's .charset and @modifier
+# (de_DE.UTF-8, sr@latin). server/openapi.yaml's LanguageTag pattern is this one (a test holds it).
+SPELLING = re.compile(r"[A-Za-z]{2,8}([-_][A-Za-z0-9]{1,8})*(\.[A-Za-z0-9-]+)?(@[A-Za-z]+)?")
+# RFC 5646 (4.4.1): a tag of at most 35 characters fits every implementation; the store's columns
+# hold that many
+MAX_LENGTH = 35
+
 EXACT = 0
 SAME_SCRIPT = 1
 
@@ -35,18 +42,24 @@ def normalize(tag: str, field: str = "language") -> str:
     """The BCP 47 form of `tag` (`de_DE` -> `de-DE`, `sr@latin` -> `sr-Latn`, `EN-us` -> `en-US`).
 
     Raises InvalidInput naming `field` when it is not a language tag."""
-    raw = (tag or "").strip()
+    raw = tag or ""
+    if len(raw) > MAX_LENGTH or not SPELLING.fullmatch(raw):
+        raise InvalidInput(
+            f"{tag!r} is not a language tag like en or de-DE (at most {MAX_LENGTH} characters)",
+            field=field,
+        )
     base, _, modifier = raw.partition("@")
     base = base.split(".", 1)[0].replace("_", "-")  # de_DE.UTF-8
-    if not TAG_PATTERN.match(base):
-        raise InvalidInput(f"{tag!r} is not a language tag like en or de-DE", field=field)
     language = _parsed(base)
     if language is None:  # well-formed, but no grammar langcodes knows: it matches itself only
         return base.lower()
     script = _SCRIPT_MODIFIERS.get(modifier.lower())
     if script and not language.script:
         language = language.update_dict({"script": script})
-    return str(language.to_tag())
+    normalized = str(language.to_tag())
+    if len(normalized) > MAX_LENGTH:
+        raise InvalidInput(f"{tag!r} is longer than {MAX_LENGTH} characters", field=field)
+    return normalized
 
 
 def _parsed(tag: str) -> langcodes.Language | None:

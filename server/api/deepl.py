@@ -193,6 +193,7 @@ def translate() -> Response:
     _choice(args, "formality", FORMALITY)  # accepted and ignored
     string_arg(args, "context")  # accepted and ignored (not translated, not billed)
     glossary_id = string_arg(args, "glossary_id")
+    string_arg(args, "auth_key")  # the legacy key field, a string even where the header has the key
     options = svc.config.protocols.deepl
 
     glossaries: tuple[str, ...] = ()

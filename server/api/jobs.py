@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 from typing import IO, Any, cast
+from urllib.parse import quote
 
 from flask import Blueprint, Response, jsonify, request, stream_with_context, url_for
 
@@ -128,5 +129,12 @@ def export(name: str) -> Response:
     response = Response(
         stream_with_context(tmx_chunks(store, memory)), mimetype="application/x-tmx+xml"
     )
-    response.headers["Content-Disposition"] = f'attachment; filename="{memory.name}.tmx"'
+    response.headers["Content-Disposition"] = attachment(f"{memory.name}.tmx")
     return response
+
+
+def attachment(filename: str) -> str:
+    """A Content-Disposition for any memory name (names made through ModernMT or DeepL may hold
+    any character): an ASCII fallback and the UTF-8 name (RFC 6266)."""
+    fallback = "".join(c if " " <= c <= "~" and c not in '"\\' else "_" for c in filename)
+    return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(filename, safe='')}"

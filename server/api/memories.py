@@ -14,7 +14,6 @@ from tm_guide.errors import InvalidInput
 blueprint = Blueprint("memories", __name__, url_prefix="/v1")
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
-LANG_PATTERN = re.compile(r"^[A-Za-z]{2,3}([-_][A-Za-z0-9]{1,8})*$")
 
 
 def checked_name(value: str, where: str = "name") -> str:
@@ -23,14 +22,6 @@ def checked_name(value: str, where: str = "name") -> str:
             f"field '{where}' must be 1-100 letters, digits, '.', '_' or '-', "
             "starting with a letter or digit",
             field=where,
-        )
-    return value
-
-
-def checked_lang(value: str, where: str) -> str:
-    if not LANG_PATTERN.match(value):
-        raise InvalidInput(
-            f"field '{where}' must be a language code such as 'de' or 'pt-BR'", field=where
         )
     return value
 
@@ -47,8 +38,9 @@ def create_memory() -> tuple[Response, int]:
     require(ALL_MEMORIES, "write")
     body = json_body()
     name = checked_name(get_field(body, "name", str, required=True))
-    source_lang = checked_lang(get_field(body, "source_lang", str, required=True), "source_lang")
-    target_lang = checked_lang(get_field(body, "target_lang", str, required=True), "target_lang")
+    # the store normalises them (tm_guide.languages), refusing what is no language tag
+    source_lang = get_field(body, "source_lang", str, required=True)
+    target_lang = get_field(body, "target_lang", str, required=True)
     description = get_field(body, "description", str, default="")
     memory = services().store().create_memory(name, source_lang, target_lang, description)
     return jsonify(memory_json(memory)), 201

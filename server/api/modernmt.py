@@ -317,6 +317,7 @@ def create_memory() -> Response:
     args = request_arguments()
     name = (string_arg(args, "name", required=True) or "").strip()
     description = string_arg(args, "description") or ""
+    string_arg(args, "external_id")  # accepted and ignored, but a string
     svc = services()
     store = svc.store()
     try:

@@ -61,8 +61,8 @@ def add_segment(name: str) -> tuple[Response, int]:
 def update_segment(name: str, tuid: str) -> tuple[Response, int]:
     principal = require(name, "write")
     body = json_body()
-    if "tuid" in body and body["tuid"] not in (None, tuid):
-        raise InvalidInput("field 'tuid' differs from the tuid in the path", field="tuid")
+    if "tuid" in body:
+        raise InvalidInput("the tuid is the path's; leave it out of the body", field="tuid")
     record = record_from_json({**body, "tuid": tuid}, principal.name)
     store = services().store()
     segment = store.update_segment(store.get_memory(name), tuid, record)

@@ -13,7 +13,7 @@ from server.suggestions import MemoryChoice, SegmentQuery, SuggestOptions, sugge
 from server.translation import MTOptions
 from server.validation import get_field, in_range, json_body, reject_unknown, text_field
 from tm_guide import languages
-from tm_guide.errors import InvalidInput
+from tm_guide.errors import InvalidInput, NotFound
 
 blueprint = Blueprint("suggest", __name__, url_prefix="/v1")
 
@@ -54,6 +54,10 @@ def _queries(body: dict[str, Any]) -> list[SegmentQuery]:
     limits = services().config.limits
     if "segments" in body and "source" in body:
         raise InvalidInput("give either 'source' or 'segments', not both", field="segments")
+    if "segments" in body and body.get("context") is not None:
+        raise InvalidInput(
+            "with 'segments', each segment carries its own 'context'", field="context"
+        )
     if "segments" not in body:
         return [
             SegmentQuery(
@@ -92,9 +96,12 @@ def _memories(body: dict[str, Any]) -> tuple[MemoryChoice, ...]:
     """`memories: ["name", {"name": "other", "penalty": 5}]`; without it every memory the key may
     read in `source_lang` -> `target_lang`."""
     items = get_field(body, "memories", list)
+    source_lang = get_field(body, "source_lang", str)
+    target_lang = get_field(body, "target_lang", str)
+    for field, tag in (("source_lang", source_lang), ("target_lang", target_lang)):
+        if tag is not None:  # a language tag even where the memories are named
+            languages.normalize(tag, field=field)
     if items is None:
-        source_lang = get_field(body, "source_lang", str)
-        target_lang = get_field(body, "target_lang", str)
         if not (source_lang and target_lang):
             raise InvalidInput(
                 "field 'memories' is required (or 'source_lang' and 'target_lang' "
@@ -109,7 +116,7 @@ def _memories(body: dict[str, Any]) -> tuple[MemoryChoice, ...]:
             and principal.allows(m.name, "read")
         )
         if not chosen:
-            raise InvalidInput(
+            raise NotFound(
                 f"no readable memory translates {source_lang} -> {target_lang}", field="memories"
             )
         return chosen

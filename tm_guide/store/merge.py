@@ -62,8 +62,10 @@ def _validate(record: SegmentRecord, where: str) -> str | None:
         raise InvalidInput(f"{where}: source and target must be text", field="source")
     if not record.source.strip() or not record.target.strip():
         return "empty"
-    if record.tuid is not None and len(record.tuid) > 255:
-        raise InvalidInput(f"{where}: tuid longer than 255 characters", field="tuid")
+    for name in ("tuid", "created_by", "changed_by"):  # the store's columns hold 255
+        value = getattr(record, name)
+        if isinstance(value, str) and len(value) > 255:
+            raise InvalidInput(f"{where}: {name} longer than 255 characters", field=name)
     texts = {
         "source": record.source,
         "target": record.target,
