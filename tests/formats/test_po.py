@@ -129,3 +129,26 @@ def test_broken_mo_and_missing_files(tmp_path: Path) -> None:
         with pytest.raises(ImportFormatError) as caught:
             list(reader(tmp_path / "missing.po", "en", "de"))
         assert str(caught.value).endswith("missing.po: no such file")
+
+
+def test_mo_system_dependent_messages_are_read_as_msgunfmt_shows_them() -> None:
+    """msgfmt keeps c-format messages with <inttypes.h> macros (%<PRIu64>) apart, where polib
+    does not look; they come back as in the PO they were compiled from (tests/formats/data/
+    sysdep.po, compiled with msgfmt into sysdep.mo): plain, plural and with a context."""
+    from_mo = list(read_mo(DATA / "sysdep.mo", "en", "de"))
+    from_po = list(read_po(DATA / "sysdep.po", "en", "de"))
+    assert len(polib.mofile(str(DATA / "sysdep.mo"))) == 1  # what polib alone sees
+    assert sorted(pairs(from_mo)) == sorted(pairs(from_po))
+    assert ("%<PRIdMAX> records", "%<PRIdMAX> Datensätze", None) in pairs(from_mo)
+    assert ("%<PRIdMAX>+%<PRIdMAX> records in", "%<PRIdMAX>+%<PRIdMAX> Datensätze ein", "dd") in (
+        pairs(from_mo)
+    )
+
+
+def test_an_mo_whose_system_dependent_table_points_outside_it_is_refused(tmp_path: Path) -> None:
+    data = bytearray((DATA / "sysdep.mo").read_bytes())
+    data[40:44] = (len(data) + 100).to_bytes(4, "little")  # the originals' table offset
+    broken = tmp_path / "broken.mo"
+    broken.write_bytes(bytes(data))
+    with pytest.raises(ImportFormatError, match="outside the file"):
+        list(read_mo(broken, "en", "de"))

@@ -6,7 +6,8 @@ msgid_plural with msgstr[1] (for a language with one plural form, msgstr[0] also
 msgid_plural); further forms (msgstr[2]... of languages with more plural forms) have no source
 text of their own and are counted as skipped. Translator comments go to props["note"], extracted
 comments to props["x-po-comment"], source references to props["x-po-references"]. PO records
-carry the line of their entry; MO files have no lines.
+carry the line of their entry; MO files have no lines. An MO file's system-dependent messages
+(`%<PRIu64>`) are read too (tm_guide.formats.mo_sysdep), as msgunfmt shows them.
 
 When the catalogue's Language header is set and names another language than the memory's target
 language, the import is refused: it is almost always the wrong file.
@@ -23,6 +24,7 @@ import polib
 
 from tm_guide.errors import ImportFormatError
 from tm_guide.formats.common import ReadStats, RecordReader, language_matches
+from tm_guide.formats.mo_sysdep import system_dependent_messages
 from tm_guide.records import SegmentRecord
 
 SKIP_FUZZY = "fuzzy"
@@ -92,7 +94,19 @@ def _load_po(name: str) -> Any:
 
 
 def _load_mo(name: str) -> Any:
-    return polib.mofile(name)
+    """polib's catalogue, with the system-dependent messages polib leaves out (mo_sysdep)."""
+    catalogue = polib.mofile(name)
+    with open(name, "rb") as file:
+        data = file.read()
+    for message in system_dependent_messages(data, catalogue.encoding or "utf-8"):
+        entry = polib.MOEntry(msgid=message.msgid, msgctxt=message.context)
+        if message.msgid_plural is None:
+            entry.msgstr = message.msgstrs[0]
+        else:
+            entry.msgid_plural = message.msgid_plural
+            entry.msgstr_plural = dict(enumerate(message.msgstrs))
+        catalogue.append(entry)
+    return catalogue
 
 
 def _check_po_lines(name: str) -> int | None:
