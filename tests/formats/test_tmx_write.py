@@ -12,7 +12,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lxml import etree
 
-from tm_guide.errors import InvalidInput
 from tm_guide.formats import ToolInfo, iter_tmx, read_tmx, write_tmx
 from tm_guide.formats.tmx_writer import FLUSH_EVERY
 from tm_guide.records import SegmentRecord
@@ -114,11 +113,26 @@ def test_dates_are_written_in_utc() -> None:
     assert again.created_by == "alice"
 
 
-def test_text_xml_cannot_carry_is_refused_with_the_tuid() -> None:
-    record = SegmentRecord(source="bell \x07", target="b", tuid="t-9")
-    with pytest.raises(InvalidInput) as caught:
-        export_bytes([record], "en", "de")
-    assert "t-9" in str(caught.value)
+def test_a_segment_xml_cannot_carry_is_left_out_and_reported(tmp_path: Path) -> None:
+    """Text stored before the store refused control characters does not stop a backup: the
+    segment is left out, the caller is told which and why, and the file says so at its end."""
+    records = [
+        SegmentRecord(source="Open the file.", target="Datei öffnen."),
+        SegmentRecord(source="bell \x07", target="b", tuid="t-9"),
+        SegmentRecord(source="Close.", target="Schließen."),
+    ]
+    told: list[str] = []
+    target = tmp_path / "out.tmx"
+    written = write_tmx(
+        target, source_lang="en", target_lang="de", segments=records, on_skip=told.append
+    )
+    assert written == 2
+    assert told == [
+        "left out a segment (tuid 't-9'): its source holds U+0007, which XML 1.0 cannot carry"
+    ]
+    data = target.read_bytes()
+    assert b"tm-guide left 1 segment(s) out of this export" in data and b"t-9" in data
+    assert [r.source for r in read_tmx(target, "en", "de")] == ["Open the file.", "Close."]
 
 
 def test_a_failed_export_leaves_no_file(tmp_path: Path) -> None:

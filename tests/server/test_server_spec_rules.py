@@ -3,6 +3,7 @@ breaking or leaving unsaid; each pinned here with a readable case."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from urllib.parse import quote
 
 import pytest
@@ -74,3 +75,27 @@ def test_a_language_tag_longer_than_rfc_5646s_limit_is_refused(server) -> None:
         "/v1/memories", {"name": "long-tag", "source_lang": "en", "target_lang": long_tag}
     )
     assert reply.status == 400 and reply.json["field"] == "target_lang"
+
+
+def test_an_old_segment_xml_cannot_carry_does_not_stop_the_export(server) -> None:
+    """A segment stored before the store refused control characters (written here straight into
+    the database) is left out of GET /export, which still answers the rest, says what it left out
+    at the end of the file, and logs it; `tm-guide export` does the same and says so."""
+    import sqlite3
+
+    create_memory(server.client, "old-data")
+    add_segment(server.client, "old-data", "Save the file.", "Datei speichern.")
+    bad = add_segment(server.client, "old-data", "Print the page.", "Seite drucken.", tuid="old")
+    database = server.env["TM_GUIDE_DB"].removeprefix("sqlite:///")
+    with sqlite3.connect(database) as db:
+        db.execute(
+            "UPDATE segments SET source = ? WHERE id = ?", ("Print\x07", bad["segment"]["id"])
+        )
+    reply = server.client.get("/v1/memories/old-data/export")
+    assert reply.status == 200, reply.body
+    assert b"Datei speichern." in reply.body and b"Seite drucken." not in reply.body
+    assert b"left 1 segment(s) out of this export" in reply.body
+    assert "its source holds U+0007" in server.log()
+    done = server.cli("export", "old-data", str(Path(database).with_name("old.tmx")))
+    assert done.returncode == 0, done.stderr
+    assert "U+0007" in done.stderr and "1 left out" in done.stdout

@@ -71,12 +71,20 @@ def export_file(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         memory = store.get_memory(args.memory)
         destination = sys.stdout.buffer if args.path == "-" else args.path
+        left_out: list[str] = []
+
+        def report(why: str) -> None:
+            left_out.append(why)
+            print(f"tm-guide export: {why}", file=sys.stderr)
+
         written = write_tmx(
             destination,
             source_lang=memory.source_lang,
             target_lang=memory.target_lang,
             segments=store.iter_segments(memory),
+            on_skip=report,
         )
     if args.path != "-":
-        print(f"exported {written} segments of {memory.name!r} to {args.path}")
+        note = f"; {len(left_out)} left out (above)" if left_out else ""
+        print(f"exported {written} segments of {memory.name!r} to {args.path}{note}")
     return 0

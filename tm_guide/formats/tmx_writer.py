@@ -4,7 +4,8 @@ every record as it was (text, inline markup, tuid, dates, usage count, context, 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+import re
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import IO, Any, Protocol
@@ -57,8 +58,10 @@ def write_tmx(
     target_lang: str,
     segments: Iterable[SegmentLike],
     tool: ToolInfo | None = None,
+    on_skip: Callable[[str], None] | None = None,
 ) -> int:
     """Write a TMX file (path or binary stream) one <tu> at a time; returns the number written.
+    A segment XML cannot carry is left out and `on_skip` told why (see iter_tmx).
 
     A path is written to a temporary file next to it and renamed at the end, so a failed export
     never leaves a half-written file under the final name.
@@ -75,6 +78,7 @@ def write_tmx(
                     segments=segments,
                     tool=tool,
                     counter=chunks,
+                    on_skip=on_skip,
                 ):
                     out.write(chunk)
             os.replace(partial, final)
@@ -88,6 +92,7 @@ def write_tmx(
             segments=segments,
             tool=tool,
             counter=chunks,
+            on_skip=on_skip,
         ):
             destination.write(chunk)
     return chunks.units
@@ -100,8 +105,13 @@ def iter_tmx(
     segments: Iterable[SegmentLike],
     tool: ToolInfo | None = None,
     counter: _Chunks | None = None,
+    on_skip: Callable[[str], None] | None = None,
 ) -> Iterator[bytes]:
-    """The TMX document as a stream of byte chunks (for a streamed HTTP response)."""
+    """The TMX document as a stream of byte chunks (for a streamed HTTP response).
+
+    A segment that XML cannot carry (a control character stored before the store refused them)
+    does not stop the export: it is left out, `on_skip` is told why, and a comment at the end of
+    the body lists what was left out."""
     tool = tool or ToolInfo()
     sink = counter or _Chunks()
     sink.write(b'<?xml version="1.0" encoding="UTF-8"?>\n')
@@ -122,12 +132,22 @@ def iter_tmx(
         xf.write("\n  ")
         with xf.element("body"):
             for segment in segments:
+                try:
+                    tu = _tu_element(segment, source_lang, target_lang)
+                except InvalidInput as exc:  # stored before the store refused such text
+                    sink.left_out.append(exc.message)
+                    if on_skip is not None:
+                        on_skip(exc.message)
+                    continue
                 xf.write("\n    ")
-                xf.write(_tu_element(segment, source_lang, target_lang))
+                xf.write(tu)
                 sink.units += 1
                 if sink.units % FLUSH_EVERY == 0:
                     xf.flush()
                     yield from sink.drain()
+            if sink.left_out:  # said in the file too, as the HTTP status is sent by now
+                xf.write("\n    ")
+                xf.write(etree.Comment(_left_out_note(sink.left_out)))
             xf.write("\n  ")
         xf.write("\n")
     sink.write(b"\n")
@@ -138,6 +158,7 @@ class _Chunks:
     """A write() target that collects bytes until the generator hands them on."""
 
     def __init__(self) -> None:
+        self.left_out: list[str] = []
         self.parts: list[bytes] = []
         self.units = 0
 
@@ -155,10 +176,40 @@ def _tu_element(segment: SegmentLike, source_lang: str, target_lang: str) -> Any
     tu = etree.Element("tu")
     try:
         _fill_tu(tu, segment, source_lang, target_lang)
-    except ValueError as exc:  # lxml refuses control characters that XML cannot carry
-        where = f"segment with tuid {segment.tuid!r}" if segment.tuid else "a segment"
-        raise InvalidInput(f"cannot export {where} as TMX: {exc}") from None
+    except ValueError:  # lxml refuses control characters that XML cannot carry
+        raise InvalidInput(f"left out {_describe(segment)}") from None
     return tu
+
+
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _describe(segment: SegmentLike) -> str:
+    """Which segment, and which of its fields holds what XML 1.0 cannot carry."""
+    name = getattr(segment, "id", None)
+    where = f"segment {name}" if name is not None else "a segment"
+    if segment.tuid:
+        where += f" (tuid {segment.tuid!r})"
+    fields = {
+        "source": segment.source,
+        "target": segment.target,
+        "tuid": segment.tuid,
+        "context": segment.context,
+        **{f"props.{k}": f"{k}{v}" for k, v in (segment.props or {}).items()},
+    }
+    for field, text in fields.items():
+        bad = _NOT_XML.search(text) if isinstance(text, str) else None
+        if bad is not None:
+            return (
+                f"{where}: its {field} holds U+{ord(bad.group()):04X}, which XML 1.0 cannot carry"
+            )
+    return f"{where}: it holds a character XML 1.0 cannot carry"
+
+
+def _left_out_note(left_out: list[str]) -> str:
+    shown = "; ".join(left_out[:20]) + ("; ..." if len(left_out) > 20 else "")
+    text = f" tm-guide left {len(left_out)} segment(s) out of this export: {shown} "
+    return _NOT_XML.sub("?", text).replace("--", "- -")
 
 
 def _fill_tu(tu: Any, segment: SegmentLike, source_lang: str, target_lang: str) -> None:
