@@ -99,6 +99,7 @@ def _import_tmx(
         "updated": report.updated,
         "skipped": report.skipped + reader.stats.skipped_total,
         "skipped_reasons": dict(reader.stats.skipped),
+        "warnings": list(reader.stats.warnings),
         "records_read": reader.stats.records,
         "aligned": aligned,
         "revision": memory.revision,

@@ -87,8 +87,43 @@ def test_catalogue_for_another_language_is_refused() -> None:
     assert "'de'" in str(caught.value) and "'fr'" in str(caught.value)
 
 
-def test_language_variant_of_the_memory_is_accepted() -> None:
-    assert len(list(read_po(DATA / "de.po", "en-US", "de-AT"))) == len(EXPECTED)
+def test_language_variant_of_the_memory_is_accepted_with_a_warning() -> None:
+    reader = read_po(DATA / "de.po", "en-US", "de-AT")
+    assert len(list(reader)) == len(EXPECTED)
+    assert reader.stats.warnings == ["a de catalogue imported as the memory's de-AT"]
+    assert "imported as the memory's de-AT" in reader.stats.summary()
+
+
+@pytest.mark.parametrize(
+    ("header", "memory", "accepted"),
+    [
+        ("zh_CN", "zh-TW", False),
+        ("zh_CN", "zh-Hant", False),
+        ("zh_TW", "zh-Hant", True),
+        ("sr@latin", "sr-Cyrl", False),
+        ("pt_BR", "pt-PT", True),
+    ],
+)
+def test_another_script_is_refused_and_another_region_warned(
+    tmp_path: Path, header: str, memory: str, accepted: bool
+) -> None:
+    """One rule for every importer (tm_guide.languages): never across scripts, another region of
+    the same language and script with a warning."""
+    catalogue = write(
+        tmp_path / "c.po",
+        f'msgid ""\nmsgstr ""\n"Language: {header}\\n"\n"Content-Type: text/plain; '
+        'charset=UTF-8\\n"\n\nmsgid "Open"\nmsgstr "X"\n',
+    )
+    reader = read_po(catalogue, "en", memory)
+    if not accepted:
+        with pytest.raises(ImportFormatError, match="another language or script"):
+            list(reader)
+        return
+    assert len(list(reader)) == 1
+    assert reader.stats.warnings in (
+        [],
+        [f"a {header} catalogue imported as the memory's {memory}"],
+    )
 
 
 @pytest.mark.parametrize(

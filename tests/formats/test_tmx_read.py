@@ -325,3 +325,19 @@ def test_units_of_another_declared_source_language_are_skipped(tmp_path: Path) -
     reader = read_tmx(tmx_file(tmp_path, body, head=head), "en", "de")
     assert [(r.source, r.target) for r in reader] == [("Thanks", "Danke")]
     assert reader.stats.skipped == {"without a source-language variant": 1}
+
+
+def test_a_memory_takes_its_script_only_and_says_which_region_it_took(tmp_path: Path) -> None:
+    """A zh-TW memory takes the Traditional (zh-Hant) variant of a unit, never the Simplified
+    one, and warns that zh-Hant text came in as zh-TW; a zh-CN memory takes the other."""
+    path = tmx_file(
+        tmp_path,
+        """<tu><tuv xml:lang="en"><seg>Open</seg></tuv>
+           <tuv xml:lang="zh-Hans"><seg>打开</seg></tuv>
+           <tuv xml:lang="zh-Hant"><seg>開啟</seg></tuv></tu>""",
+    )
+    traditional = read_tmx(path, "en", "zh-TW")
+    assert [r.target for r in traditional] == ["開啟"]
+    assert traditional.stats.warnings == ["zh-Hant text imported as the memory's zh-TW"]
+    assert [r.target for r in read_tmx(path, "en", "zh_CN")] == ["打开"]
+    assert [r.target for r in read_tmx(path, "en", "sr-Latn")] == []

@@ -1,4 +1,5 @@
-"""What every importer shares: the reader with its skip counters, and language-tag matching."""
+"""What every importer shares: the reader with its skip counters and warnings, and the language
+rule of tm_guide.languages as files spell their tags."""
 
 from __future__ import annotations
 
@@ -6,9 +7,9 @@ import os
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import IO, Union
 
+from tm_guide import languages
 from tm_guide.records import SegmentRecord
 
 # A path, or an open binary file (the server hands uploaded files over without saving them first).
@@ -28,9 +29,15 @@ class ReadStats:
 
     records: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
+    warnings: list[str] = field(default_factory=list)
 
     def skip(self, reason: str) -> None:
         self.skipped[reason] += 1
+
+    def warn(self, message: str) -> None:
+        """Something imported as asked but not exactly as found (once per message)."""
+        if message not in self.warnings:
+            self.warnings.append(message)
 
     @property
     def skipped_total(self) -> int:
@@ -42,6 +49,8 @@ class ReadStats:
         if self.skipped:
             parts = ", ".join(f"{count} {reason}" for reason, count in sorted(self.skipped.items()))
             text += f"; skipped: {parts}"
+        if self.warnings:
+            text += "; " + "; ".join(self.warnings)
         return text
 
 
@@ -66,31 +75,33 @@ class RecordReader(Iterator[SegmentRecord]):
         return record
 
 
-@lru_cache(maxsize=1024)  # a file uses a handful of tags, each on every unit
-def normalize_lang(tag: str) -> str:
-    """'de_DE' and 'DE-de' both become 'de-de' (BCP 47 tags compare case-insensitively)."""
-    return tag.strip().replace("_", "-").lower()
-
-
-@lru_cache(maxsize=1024)
-def primary_subtag(tag: str) -> str:
-    return normalize_lang(tag).split("-", 1)[0]
+def language_rank(candidate: str, wanted: str) -> int | None:
+    """tm_guide.languages.match_rank of a tag as a file spells it: EXACT, SAME_SCRIPT (another
+    region), or None (another language or script, or no tag at all)."""
+    return languages.match_rank(candidate.strip(), wanted)
 
 
 def language_matches(candidate: str, wanted: str) -> bool:
-    """True when both tags name the same language (a variant such as de-AT matches de and de-DE)."""
-    return primary_subtag(candidate) == primary_subtag(wanted)
+    """Whether a translation in `candidate` serves `wanted` (de-AT serves de-DE; zh-CN never
+    serves zh-TW)."""
+    return language_rank(candidate, wanted) is not None
 
 
-def pick_language(candidates: list[tuple[str, object]], wanted: str) -> list[object]:
-    """The items whose tag matches `wanted`; exact tag matches win over other variants.
+def pick_language(
+    candidates: list[tuple[str, object]], wanted: str, stats: ReadStats | None = None
+) -> list[object]:
+    """The items whose tag serves `wanted`: those with its exact tag when there are any, else
+    those of the same language and script in other regions, which `stats` warns about.
 
     A memory asking for de-DE takes a de-DE variant when there is one, else any de variant;
     a memory asking for de takes a plain de variant when there is one, else all de-* variants.
     """
-    wanted_norm = normalize_lang(wanted)
-    same_language = [
-        (normalize_lang(tag), item) for tag, item in candidates if language_matches(tag, wanted)
-    ]
-    exact = [item for tag, item in same_language if tag == wanted_norm]
-    return exact if exact else [item for _, item in same_language]
+    ranked = [(language_rank(tag, wanted), tag, item) for tag, item in candidates]
+    exact = [item for rank, _, item in ranked if rank == languages.EXACT]
+    if exact:
+        return exact
+    near = [(tag, item) for rank, tag, item in ranked if rank == languages.SAME_SCRIPT]
+    if stats is not None:
+        for tag in dict.fromkeys(tag.strip() for tag, _ in near):
+            stats.warn(f"{tag} text imported as the memory's {wanted}")
+    return [item for _, item in near]

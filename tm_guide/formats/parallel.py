@@ -22,8 +22,9 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
+from tm_guide import languages
 from tm_guide.errors import ImportFormatError
-from tm_guide.formats.common import ReadStats, RecordReader, language_matches, normalize_lang
+from tm_guide.formats.common import ReadStats, RecordReader, language_matches, language_rank
 from tm_guide.records import SegmentRecord
 
 SKIP_BLANK = "blank lines"
@@ -138,14 +139,14 @@ def _header_columns(
     names = [field.strip().lower() for field in fields]
     if len(names) in (2, 3) and set(names) == set(_DEFAULT_COLUMNS[len(names)]):
         return tuple(names)
-    if len(names) == 2 and normalize_lang(source_lang) != normalize_lang(target_lang):
+    if len(names) == 2 and language_rank(source_lang, target_lang) != languages.EXACT:
         as_languages = []
         for field in names:
-            if field == normalize_lang(source_lang) or (
+            if language_rank(field, source_lang) == languages.EXACT or (
                 language_matches(field, source_lang) and not language_matches(field, target_lang)
             ):
                 as_languages.append("source")
-            elif field == normalize_lang(target_lang) or language_matches(field, target_lang):
+            elif language_matches(field, target_lang):
                 as_languages.append("target")
         if sorted(as_languages) == ["source", "target"]:
             return tuple(as_languages)

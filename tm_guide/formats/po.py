@@ -9,8 +9,10 @@ comments to props["x-po-comment"], source references to props["x-po-references"]
 carry the line of their entry; MO files have no lines. An MO file's system-dependent messages
 (`%<PRIu64>`) are read too (tm_guide.formats.mo_sysdep), as msgunfmt shows them.
 
-When the catalogue's Language header is set and names another language than the memory's target
-language, the import is refused: it is almost always the wrong file.
+When the catalogue's Language header is set and names another language or script than the
+memory's target language (tm_guide.languages: zh_CN is not zh-TW), the import is refused: it is
+almost always the wrong file; another region of the same language (pt_BR into pt-PT) is imported
+with a warning.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ from typing import Any
 
 import polib
 
+from tm_guide import languages
 from tm_guide.errors import ImportFormatError
-from tm_guide.formats.common import ReadStats, RecordReader, language_matches
+from tm_guide.formats.common import ReadStats, RecordReader, language_rank
 from tm_guide.formats.mo_sysdep import system_dependent_messages
 from tm_guide.records import SegmentRecord
 
@@ -62,13 +65,16 @@ def _records(
     name = os.fspath(path)
     catalogue = _load(name, load)
     language = (catalogue.metadata.get("Language") or "").strip()
-    if language and not language_matches(language, target_lang):
+    rank = language_rank(language, target_lang) if language else languages.EXACT
+    if rank is None:
         raise ImportFormatError(
             name,
             None,
             f"the catalogue's Language header is {language!r}, but the memory translates "
-            f"into {target_lang!r}",
+            f"into {target_lang!r} (another language or script)",
         )
+    if rank == languages.SAME_SCRIPT:
+        stats.warn(f"a {language} catalogue imported as the memory's {target_lang}")
     for entry in catalogue:
         if entry.obsolete:
             stats.skip(SKIP_OBSOLETE)

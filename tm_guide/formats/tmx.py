@@ -197,7 +197,7 @@ class _TmxParser:
             elif isinstance(tag, str):
                 raise self.error(child.sourceline, f"unexpected element <{tag}> in <tu>")
 
-        sources = pick_language(variants, self.source_lang)
+        sources = pick_language(variants, self.source_lang, self.stats)
         if not sources:
             declared = tu.get("srclang") or self.header_srclang or ""
             if declared != "*all*" and language_matches(declared, self.source_lang):
@@ -205,7 +205,9 @@ class _TmxParser:
             self.stats.skip(SKIP_NO_SOURCE)
             return
         source_tuv = sources[0]
-        targets = [t for t in pick_language(variants, self.target_lang) if t is not source_tuv]
+        targets = [
+            t for t in pick_language(variants, self.target_lang, self.stats) if t is not source_tuv
+        ]
         if not targets:
             self.stats.skip(SKIP_NO_TARGET)
             return
