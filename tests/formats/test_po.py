@@ -78,7 +78,56 @@ def test_extra_plural_forms_are_counted(tmp_path: Path) -> None:
     )
     reader = read_po(path, "en", "pl")
     assert pairs(list(reader)) == [("%d file", "%d plik", None), ("%d files", "%d pliki", None)]
-    assert reader.stats.skipped == {"plural forms beyond the second": 1}
+    assert reader.stats.skipped == {"plural forms without a source text": 1}
+
+
+@pytest.mark.parametrize(
+    ("language", "plural_forms", "forms", "expected"),
+    [
+        (
+            "ar",
+            "nplurals=6; plural=n==0 ? 0 : n==1 ? 1 : n==2 ? 2 : n%100>=3 && n%100<=10 ? 3 "
+            ": n%100>=11 ? 4 : 5;",
+            ["لا بايت", "بايت واحد", "بايتان", "%d بايتات", "%d بايتًا", "%d بايت"],
+            ("بايت واحد", "%d بايت"),
+        ),
+        (
+            "pl",
+            "nplurals=3; plural=(n==1 ? 0 : n%10>=2 && n%10<=4 && (n%100<10 || n%100>=20) ? 1 "
+            ": 2);",
+            ["%d bajt", "%d bajty", "%d bajtów"],
+            ("%d bajt", "%d bajtów"),
+        ),
+        ("ja", "nplurals=1; plural=0;", ["%d バイト"], ("%d バイト", "%d バイト")),
+    ],
+)
+def test_plural_forms_are_paired_by_the_catalogues_rule(
+    tmp_path: Path, language: str, plural_forms: str, forms: list[str], expected: tuple[str, str]
+) -> None:
+    """msgid takes the form for n = 1 and msgid_plural the form for n = 100, as the catalogue's
+    Plural-Forms expression picks them: in Arabic msgstr[1] is "one byte" and msgstr[5] the
+    general plural, so "%d bytes" is never stored as "one byte"."""
+    strings = "".join(f'msgstr[{i}] "{form}"\n' for i, form in enumerate(forms))
+    path = write(
+        tmp_path / f"{language}.po",
+        f'msgid ""\nmsgstr ""\n"Language: {language}\\n"\n"Plural-Forms: {plural_forms}\\n"\n'
+        f'"Content-Type: text/plain; charset=UTF-8\\n"\n\n'
+        f'msgid "%d byte"\nmsgid_plural "%d bytes"\n{strings}',
+    )
+    reader = read_po(path, "en", language)
+    assert pairs(list(reader)) == [("%d byte", expected[0], None), ("%d bytes", expected[1], None)]
+    left = len(forms) - len(set(expected) & set(forms)) if len(forms) > 1 else 0
+    assert reader.stats.skipped == ({"plural forms without a source text": 1} if left else {})
+
+
+def test_an_unreadable_plural_forms_header_names_itself(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / "x.po",
+        'msgid ""\nmsgstr ""\n"Language: de\\n"\n"Plural-Forms: nplurals=2; plural=n !! 1;\\n"\n\n'
+        'msgid "a"\nmsgstr "b"\n',
+    )
+    with pytest.raises(ImportFormatError, match="Plural-Forms"):
+        list(read_po(path, "en", "de"))
 
 
 def test_catalogue_for_another_language_is_refused() -> None:

@@ -1,10 +1,12 @@
 """gettext PO and MO catalogues as translation-memory records (read with polib).
 
 msgid -> source, msgstr -> target, msgctxt -> context. Entries that are fuzzy, untranslated or
-obsolete are skipped and counted. A plural entry gives two records: msgid with msgstr[0], and
-msgid_plural with msgstr[1] (for a language with one plural form, msgstr[0] also translates
-msgid_plural); further forms (msgstr[2]... of languages with more plural forms) have no source
-text of their own and are counted as skipped. Translator comments go to props["note"], extracted
+obsolete are skipped and counted. A plural entry gives two records: msgid with the form the
+catalogue's Plural-Forms expression picks for n = 1, and msgid_plural with the form it picks for
+n = 100 (CLDR's "other" in the languages gettext knows: Arabic's msgstr[5], Russian's and Polish's
+msgstr[2], English's msgstr[1]). Without a Plural-Forms header msgstr[0] and msgstr[1] are taken
+(msgstr[0] for both in a language with one form). The other forms have no source text of their
+own and are counted as skipped. Translator comments go to props["note"], extracted
 comments to props["x-po-comment"], source references to props["x-po-references"]. PO records
 carry the line of their entry; MO files have no lines. An MO file's system-dependent messages
 (`%<PRIu64>`) are read too (tm_guide.formats.mo_sysdep), as msgunfmt shows them.
@@ -17,6 +19,7 @@ with a warning.
 
 from __future__ import annotations
 
+import gettext
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -33,9 +36,10 @@ from tm_guide.records import SegmentRecord
 SKIP_FUZZY = "fuzzy"
 SKIP_UNTRANSLATED = "untranslated"
 SKIP_OBSOLETE = "obsolete"
-SKIP_EXTRA_PLURAL = "plural forms beyond the second"
+SKIP_EXTRA_PLURAL = "plural forms without a source text"
 
 _LINE_IN_MESSAGE = re.compile(r"\(line (\d+)\)")
+_PLURAL = re.compile(r"plural\s*=\s*([^;]+)")
 # polib silently drops entries with some syntax errors (an unterminated string), so every line of
 # a PO file is checked first: blank, a comment, or an optional keyword with one quoted string.
 _KEYWORD = rb"(?:msgctxt|msgid|msgid_plural|msgstr(?:\[\d+\])?)"
@@ -75,6 +79,7 @@ def _records(
         )
     if rank == languages.SAME_SCRIPT:
         stats.warn(f"a {language} catalogue imported as the memory's {target_lang}")
+    forms_for = plural_forms_for(catalogue.metadata.get("Plural-Forms", ""), name)
     for entry in catalogue:
         if entry.obsolete:
             stats.skip(SKIP_OBSOLETE)
@@ -83,7 +88,7 @@ def _records(
         elif not entry.msgid:
             continue  # the header entry (MO files list it among the messages)
         elif entry.msgid_plural:
-            yield from _plural_records(entry, stats)
+            yield from _plural_records(entry, stats, forms_for)
         elif not entry.msgstr:
             stats.skip(SKIP_UNTRANSLATED)
         else:
@@ -154,15 +159,32 @@ def _load(name: str, load: Callable[[str], Any]) -> Any:
         raise ImportFormatError(name, line, what) from None
 
 
-def _plural_records(entry: Any, stats: ReadStats) -> Iterator[SegmentRecord]:
+def _plural_records(
+    entry: Any, stats: ReadStats, forms_for: tuple[int, int] | None
+) -> Iterator[SegmentRecord]:
     forms = [entry.msgstr_plural[index] for index in sorted(entry.msgstr_plural)]
     if not forms or not all(forms):
         stats.skip(SKIP_UNTRANSLATED)
         return
-    yield _record(entry, entry.msgid, forms[0])
-    yield _record(entry, entry.msgid_plural, forms[1] if len(forms) > 1 else forms[0])
-    if len(forms) > 2:
+    one, other = forms_for or (0, 1)
+    one, other = min(one, len(forms) - 1), min(other, len(forms) - 1)
+    yield _record(entry, entry.msgid, forms[one])
+    yield _record(entry, entry.msgid_plural, forms[other])
+    if len(forms) > len({one, other}):
         stats.skip(SKIP_EXTRA_PLURAL)
+
+
+def plural_forms_for(header: str, where: str) -> tuple[int, int] | None:
+    """The msgstr indexes a Plural-Forms header picks for n = 1 and n = 100 (None without a
+    header); an expression gettext cannot evaluate is an import error naming the header."""
+    match = _PLURAL.search(header or "")
+    if not match:
+        return None
+    try:
+        plural = gettext.c2py(match.group(1).strip().rstrip(";"))
+        return int(plural(1)), int(plural(100))
+    except (ValueError, SyntaxError, RecursionError, ZeroDivisionError) as exc:
+        raise ImportFormatError(where, None, f"unreadable Plural-Forms header ({exc})") from None
 
 
 def _record(entry: Any, source: str, target: str) -> SegmentRecord:
