@@ -3,8 +3,33 @@ fields a stored segment shares with it."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
+
+# what XML 1.0, and so a TMX, cannot hold (control characters, lone surrogates, U+FFFE/U+FFFF)
+NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def text_xml_cannot_hold(unit: Any) -> tuple[str, int, str] | None:
+    """The first text of a record or stored segment holding a character XML 1.0 forbids, as
+    (field, position, character); None when a TMX can carry all of it. A prop's name and value
+    are looked at together, as `props.NAME`."""
+    texts = {
+        "source": unit.source,
+        "target": unit.target,
+        "tuid": unit.tuid,
+        "context": unit.context,
+        "created_by": getattr(unit, "created_by", None),
+        "changed_by": getattr(unit, "changed_by", None),
+        **{f"props.{k}": f"{k}{v}" for k, v in (getattr(unit, "props", None) or {}).items()},
+    }
+    for name, text in texts.items():
+        bad = NOT_XML.search(text) if isinstance(text, str) else None
+        if bad is not None:
+            return name, bad.start(), bad.group()
+    return None
 
 
 @dataclass

@@ -146,3 +146,20 @@ def pg_database_url() -> Iterator[str]:
     finally:
         with psycopg.connect(PG_ADMIN_URL, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="module")
+def weblate():
+    """Weblate's machinery classes from its published wheel (weblate_harness; cached under
+    ~/.cache), for the modules that talk to the server as Weblate does."""
+    import weblate_harness
+
+    return weblate_harness.load(Path.home() / ".cache" / "tm-guide-tests")
+
+
+@pytest.fixture
+def fresh_cache(weblate):
+    """Weblate caches languages, translations and rate limits; each test starts without."""
+    import weblate_harness
+
+    weblate_harness.clear_cache()

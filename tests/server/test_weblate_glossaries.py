@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import sys
 import types
-from pathlib import Path
 
 import pytest
 import weblate_harness
@@ -25,14 +24,7 @@ from tm_guide.config import BUNDLED_MODEL
 PROJECT_ID = 7
 
 
-@pytest.fixture(scope="module")
-def weblate():
-    return weblate_harness.load(Path.home() / ".cache" / "tm-guide-tests")
-
-
-@pytest.fixture(autouse=True)
-def fresh_cache(weblate):
-    weblate_harness.clear_cache()
+pytestmark = pytest.mark.usefixtures("fresh_cache")
 
 
 @pytest.fixture(scope="module")

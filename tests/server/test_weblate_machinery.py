@@ -6,8 +6,6 @@ around them is stubbed. Each is configured as a Weblate administrator would (a U
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import requests
 import weblate_harness
@@ -19,15 +17,7 @@ MULTILINE = "Usage: cp [OPTION]... SOURCE DEST\n  or:  cp [OPTION]... SOURCE... 
 CJK = "文件" * 230  # Weblate sends at most 500 characters; this is 4,140 bytes percent-encoded
 
 
-@pytest.fixture(scope="module")
-def weblate():
-    return weblate_harness.load(Path.home() / ".cache" / "tm-guide-tests")
-
-
-@pytest.fixture(autouse=True)
-def fresh_cache(weblate):
-    """Weblate caches languages, translations and rate limits; each test starts without."""
-    weblate_harness.clear_cache()
+pytestmark = pytest.mark.usefixtures("fresh_cache")
 
 
 @pytest.fixture(scope="module")

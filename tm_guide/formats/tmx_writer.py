@@ -4,7 +4,6 @@ every record as it was (text, inline markup, tuid, dates, usage count, context, 
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -22,6 +21,7 @@ from tm_guide.formats.tmx import (
     context_from_props,
 )
 from tm_guide.formats.tmx_inline import InlineMarkupError, parse_markup, plain_text
+from tm_guide.records import NOT_XML, text_xml_cannot_hold
 
 FLUSH_EVERY = 500  # <tu> elements per chunk handed to the output
 
@@ -181,35 +181,23 @@ def _tu_element(segment: SegmentLike, source_lang: str, target_lang: str) -> Any
     return tu
 
 
-_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
-
-
 def _describe(segment: SegmentLike) -> str:
     """Which segment, and which of its fields holds what XML 1.0 cannot carry."""
     name = getattr(segment, "id", None)
     where = f"segment {name}" if name is not None else "a segment"
     if segment.tuid:
         where += f" (tuid {segment.tuid!r})"
-    fields = {
-        "source": segment.source,
-        "target": segment.target,
-        "tuid": segment.tuid,
-        "context": segment.context,
-        **{f"props.{k}": f"{k}{v}" for k, v in (segment.props or {}).items()},
-    }
-    for field, text in fields.items():
-        bad = _NOT_XML.search(text) if isinstance(text, str) else None
-        if bad is not None:
-            return (
-                f"{where}: its {field} holds U+{ord(bad.group()):04X}, which XML 1.0 cannot carry"
-            )
-    return f"{where}: it holds a character XML 1.0 cannot carry"
+    found = text_xml_cannot_hold(segment)
+    if found is None:
+        return f"{where}: it holds a character XML 1.0 cannot carry"
+    field, _, char = found
+    return f"{where}: its {field} holds U+{ord(char):04X}, which XML 1.0 cannot carry"
 
 
 def _left_out_note(left_out: list[str]) -> str:
     shown = "; ".join(left_out[:20]) + ("; ..." if len(left_out) > 20 else "")
     text = f" tm-guide left {len(left_out)} segment(s) out of this export: {shown} "
-    return _NOT_XML.sub("?", text).replace("--", "- -")
+    return NOT_XML.sub("?", text).replace("--", "- -")
 
 
 def _fill_tu(tu: Any, segment: SegmentLike, source_lang: str, target_lang: str) -> None:

@@ -6,7 +6,6 @@ then flushed with a few executemany statements, so that bulk imports stay fast.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -15,7 +14,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, bindparam, delete, insert, or_, select, update
 
 from tm_guide.errors import InvalidInput
-from tm_guide.records import SegmentRecord
+from tm_guide.records import SegmentRecord, text_xml_cannot_hold
 from tm_guide.store.convert import pair_hash, utc
 from tm_guide.store.models import segments_table
 from tm_guide.store.types import ImportReport
@@ -51,11 +50,6 @@ class _Row:
     text_changed: bool = False
 
 
-# what XML 1.0 cannot hold (control characters, lone surrogates, U+FFFE/U+FFFF): a segment with
-# one could be stored but never exported as TMX, so no writer may store it
-_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
-
-
 def _validate(record: SegmentRecord, where: str) -> str | None:
     """Why the record cannot be stored, or None. Empty sides are skipped, not fatal."""
     if not isinstance(record.source, str) or not isinstance(record.target, str):
@@ -66,23 +60,15 @@ def _validate(record: SegmentRecord, where: str) -> str | None:
         value = getattr(record, name)
         if isinstance(value, str) and len(value) > 255:
             raise InvalidInput(f"{where}: {name} longer than 255 characters", field=name)
-    texts = {
-        "source": record.source,
-        "target": record.target,
-        "tuid": record.tuid,
-        "context": record.context,
-        "created_by": record.created_by,
-        "changed_by": record.changed_by,
-        **{f"props.{k}": f"{k}{v}" for k, v in (record.props or {}).items()},
-    }
-    for name, text in texts.items():
-        bad = _NOT_XML.search(text) if isinstance(text, str) else None
-        if bad is not None:
-            raise InvalidInput(
-                f"{where}: {name} holds U+{ord(bad.group()):04X} at character {bad.start()}, "
-                "which a translation memory cannot store (XML 1.0 does not allow it)",
-                field=name,
-            )
+    # a segment XML cannot carry could be stored but never exported as TMX: no writer stores it
+    found = text_xml_cannot_hold(record)
+    if found is not None:
+        name, position, char = found
+        raise InvalidInput(
+            f"{where}: {name} holds U+{ord(char):04X} at character {position}, "
+            "which a translation memory cannot store (XML 1.0 does not allow it)",
+            field=name,
+        )
     return None
 
 
