@@ -97,7 +97,7 @@ class JobBoard:
     def upload_path(self, job_id: str) -> Path:
         return self._path(job_id, ".upload")
 
-    def new_job(self, kind: str, memory: str, owner: str) -> str:
+    def new_job(self, kind: str, memory: str, owner: str, file_format: str = "tmx") -> str:
         self.directory.mkdir(parents=True, exist_ok=True)
         self.expire()
         job_id = secrets.token_hex(JOB_ID_LENGTH)
@@ -106,6 +106,7 @@ class JobBoard:
             {
                 "id": job_id,
                 "kind": kind,
+                "format": file_format,
                 "memory": memory,
                 "owner": owner,
                 "status": "queued",

@@ -17,13 +17,13 @@ from tm_guide.errors import Forbidden, InvalidInput
 
 blueprint = Blueprint("jobs", __name__, url_prefix="/v1")
 
-IMPORT_FORMATS = ("tmx",)
+IMPORT_FORMATS = ("tmx", "xliff")
 CHUNK = 1024 * 1024
 
 
 @blueprint.post("/memories/<name>/imports")
 def start_import(name: str) -> tuple[Response, int]:
-    """The request body is the TMX file itself (or a multipart form field `file`)."""
+    """The request body is the TMX or XLIFF file itself (or a multipart form field `file`)."""
     principal = require(name, "write")
     svc = services()
     fmt = request.args.get("format", "tmx").lower()
@@ -33,14 +33,14 @@ def start_import(name: str) -> tuple[Response, int]:
         )
     memory = svc.store().get_memory(name)
     request.max_content_length = svc.config.limits.max_import_bytes
-    job_id = svc.jobs.new_job("import", memory.name, principal.name)
+    job_id = svc.jobs.new_job("import", memory.name, principal.name, fmt)
     upload = svc.jobs.upload_path(job_id)
     size = _save_upload(upload)
     if size == 0:
         upload.unlink(missing_ok=True)
         svc.jobs.refuse(job_id, {"error": "invalid_input", "message": "the uploaded file is empty"})
         raise InvalidInput("the uploaded file is empty", field="body")
-    return _queued(svc, job_id, memory.name)
+    return _queued(svc, job_id, memory.name, fmt)
 
 
 @blueprint.post("/jobs/<job_id>/retry")
@@ -49,13 +49,15 @@ def retry_job(job_id: str) -> tuple[Response, int]:
     svc = services()
     require(svc.jobs.read(job_id)["memory"], "write")
     state = svc.jobs.retry(job_id)
-    return _queued(svc, job_id, state["memory"])
+    return _queued(svc, job_id, state["memory"], state.get("format", "tmx"))
 
 
-def _queued(svc: Services, job_id: str, memory_name: str) -> tuple[Response, int]:
+def _queued(svc: Services, job_id: str, memory_name: str, fmt: str) -> tuple[Response, int]:
     upload = svc.jobs.upload_path(job_id)
     size = os.path.getsize(upload)
-    svc.jobs.submit(job_id, lambda progress: _import_tmx(svc, memory_name, upload, size, progress))
+    svc.jobs.submit(
+        job_id, lambda progress: _import_file(svc, memory_name, upload, size, progress, fmt)
+    )
     location = url_for("jobs.show_job", job_id=job_id)
     response = jsonify({"job": svc.jobs.read(job_id), "status_url": location})
     response.headers["Location"] = location
@@ -75,18 +77,19 @@ def _save_upload(path: os.PathLike[str]) -> int:
     return os.path.getsize(path)
 
 
-def _import_tmx(
-    svc: Services, memory_name: str, upload: Any, size: int, progress: JobProgress
+def _import_file(
+    svc: Services, memory_name: str, upload: Any, size: int, progress: JobProgress, fmt: str
 ) -> dict[str, Any]:
     from server.translation import analyse_memory
-    from tm_guide.formats.tmx import read_tmx
+    from tm_guide.formats import read_tmx, read_xliff
 
+    read = {"tmx": read_tmx, "xliff": read_xliff}[fmt]
     store = svc.store()
     memory = store.get_memory(memory_name)
     with open(upload, "rb") as raw:
-        reader_file = CountingReader(raw, "upload.tmx")
-        # read_tmx only calls read(), which CountingReader provides.
-        reader = read_tmx(cast(IO[bytes], reader_file), memory.source_lang, memory.target_lang)
+        reader_file = CountingReader(raw, f"upload.{fmt}")
+        # the readers only call read(), which CountingReader provides.
+        reader = read(cast(IO[bytes], reader_file), memory.source_lang, memory.target_lang)
         report = store.import_records(memory, progress.records(reader, reader_file, size))
     progress.phase("aligning")
     aligned = analyse_memory(svc, memory)

@@ -239,6 +239,26 @@ def test_tmx_import_job_reports_progress_counts_and_exports(client: Client) -> N
     assert exported.body.count(b"<tu ") + exported.body.count(b"<tu>") == 2
 
 
+def test_xliff_import_job_stores_the_confirmed_units_with_warnings(client: Client) -> None:
+    """An XLIFF file from a CAT tool (here translate-toolkit's po2xliff) through the same job."""
+    from pathlib import Path
+
+    create_memory(client, "from-xliff")
+    data = (Path(__file__).parents[1] / "formats" / "data" / "po2xliff.xlf").read_bytes()
+    started = client.post(
+        "/v1/memories/from-xliff/imports?format=xliff",
+        raw=data,
+        headers={"Content-Type": "application/xliff+xml"},
+    )
+    assert started.status == 202, started.body
+    job = wait_for_job(client, started.headers["location"])
+    assert job["status"] == "succeeded" and job["format"] == "xliff", job
+    assert job["result"]["added"] == 2 and job["result"]["skipped"] == 3
+    assert job["result"]["warnings"] == ["en-US text imported as the memory's en"]
+    found = client.get("/v1/memories/from-xliff/concordance?q=Dokument&side=target")
+    assert [s["source"] for s in found.json["segments"]] == ["Save the document."]
+
+
 def test_entity_bomb_import_fails_and_leaves_the_memory_unchanged(client: Client) -> None:
     create_memory(client, "bombed")
     add_segment(client, "bombed", "Already here.", "Schon da.")

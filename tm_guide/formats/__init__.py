@@ -1,4 +1,5 @@
-"""Import and export of translation memories: TMX, gettext PO/MO, TSV and aligned plain text.
+"""Import and export of translation memories: TMX, XLIFF, gettext PO/MO, TSV and aligned plain
+text.
 
 Every reader returns a `RecordReader`: an iterator of `SegmentRecord` whose `stats` (records read,
 entries skipped by reason) fill up while it is consumed, for the caller to report.
@@ -15,6 +16,7 @@ from tm_guide.formats.parallel import read_parallel, read_tsv
 from tm_guide.formats.po import read_mo, read_po
 from tm_guide.formats.tmx import read_tmx
 from tm_guide.formats.tmx_writer import ToolInfo, iter_tmx, write_tmx
+from tm_guide.formats.xliff import read_xliff
 
 __all__ = [
     "IMPORT_EXTENSIONS",
@@ -28,10 +30,11 @@ __all__ = [
     "read_po",
     "read_tmx",
     "read_tsv",
+    "read_xliff",
     "write_tmx",
 ]
 
-IMPORT_EXTENSIONS = (".tmx", ".po", ".mo", ".tsv", ".tab", ".txt")
+IMPORT_EXTENSIONS = (".tmx", ".xlf", ".xliff", ".po", ".mo", ".tsv", ".tab", ".txt")
 
 
 def open_records(
@@ -42,8 +45,8 @@ def open_records(
 ) -> RecordReader:
     """The reader for a file, chosen by its extension (case-insensitive).
 
-    .tmx, .po, .mo, .tsv/.tab read one file; .txt is the source side of a pair of aligned files
-    and needs `target_path`, the target-language file.
+    .tmx, .xlf/.xliff, .po, .mo, .tsv/.tab read one file; .txt is the source side of a pair of
+    aligned files and needs `target_path`, the target-language file.
     """
     suffix = Path(path).suffix.lower()
     if target_path is not None and suffix != ".txt":
@@ -53,6 +56,8 @@ def open_records(
         )
     if suffix == ".tmx":
         return read_tmx(path, source_lang, target_lang)
+    if suffix in (".xlf", ".xliff"):
+        return read_xliff(path, source_lang, target_lang)
     if suffix == ".po":
         return read_po(path, source_lang, target_lang)
     if suffix == ".mo":

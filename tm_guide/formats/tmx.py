@@ -147,7 +147,7 @@ class _TmxParser:
                     seen_header = True
                     self.read_header(element)
         except etree.XMLSyntaxError as exc:
-            line, message = _syntax_error_location(exc)
+            line, message = syntax_error_location(exc)
             raise self.error(line, f"XML syntax error: {message}") from None
         except FileNotFoundError:
             raise self.error(None, "no such file") from None
@@ -159,19 +159,17 @@ class _TmxParser:
             raise self.error(None, "not a TMX file: no <header> element")
 
     def check_root(self, root: Any) -> None:
-        dtd = root.getroottree().docinfo.internalDTD
-        if dtd is not None:
-            names = [entity.name for entity in dtd.iterentities()]
-            if names:
-                listed = ", ".join(names[:5]) + (
-                    f" and {len(names) - 5} more" if len(names) > 5 else ""
-                )
-                raise self.error(
-                    root.sourceline,
-                    f"the DOCTYPE declares entities ({listed}); entity "
-                    "declarations are not allowed in TMX imports (entity expansion and external "
-                    "entities are a security risk)",
-                )
+        names = declared_entities(root)
+        if names:
+            listed = ", ".join(names[:5]) + (
+                f" and {len(names) - 5} more" if len(names) > 5 else ""
+            )
+            raise self.error(
+                root.sourceline,
+                f"the DOCTYPE declares entities ({listed}); entity "
+                "declarations are not allowed in TMX imports (entity expansion and external "
+                "entities are a security risk)",
+            )
         if root.tag != "tmx":
             raise self.error(root.sourceline, f"not a TMX file: the root element is <{root.tag}>")
 
@@ -280,7 +278,14 @@ class _TmxParser:
         return int(value)
 
 
-def _syntax_error_location(exc: etree.XMLSyntaxError) -> tuple[int | None, str]:
+def declared_entities(root: Any) -> list[str]:
+    """The entities a document's internal DTD declares (imports refuse them: entity expansion and
+    external entities are a security risk)."""
+    dtd = root.getroottree().docinfo.internalDTD
+    return [entity.name for entity in dtd.iterentities()] if dtd is not None else []
+
+
+def syntax_error_location(exc: etree.XMLSyntaxError) -> tuple[int | None, str]:
     """The first real error libxml2 logged; iterparse's own message can be a generic follow-up."""
     for entry in exc.error_log:
         if entry.level >= etree.ErrorLevels.ERROR:
