@@ -54,6 +54,10 @@ class TranslationUnit:
     changed_by: str | None = None
     usage_count: int = 0
     props: dict[str, str] = field(default_factory=dict)
+    # the tags the unit came with where they differ from its memory's (de-AT text in a de
+    # memory), in BCP 47 form; None: the memory's. Export writes them back.
+    source_lang: str | None = None
+    target_lang: str | None = None
 
 
 @dataclass

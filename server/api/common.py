@@ -45,5 +45,7 @@ def segment_json(segment: Any) -> dict[str, Any]:
         "changed_by": segment.changed_by,
         "usage_count": segment.usage_count,
         "props": dict(segment.props or {}),
+        "source_lang": segment.source_lang,
+        "target_lang": segment.target_lang,
         "aligned": segment.alignment is not None,
     }

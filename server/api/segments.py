@@ -10,7 +10,7 @@ from server.api.common import memory_json, segment_json, services
 from server.auth import require
 from server.validation import get_field, int_arg, json_body, text_field
 from tm_guide.errors import InvalidInput, NotFound
-from tm_guide.records import SegmentRecord
+from tm_guide.records import NOT_XML, SegmentRecord
 
 blueprint = Blueprint("segments", __name__, url_prefix="/v1/memories/<name>")
 
@@ -100,6 +100,12 @@ def concordance(name: str) -> Response:
     query = request.args.get("q", "")
     if not query.strip():
         raise InvalidInput("query parameter 'q' is required", field="q")
+    bad = NOT_XML.search(query)
+    if bad is not None:  # no stored text holds one (and PostgreSQL refuses NUL in a pattern)
+        raise InvalidInput(
+            f"query parameter 'q' holds U+{ord(bad.group()):04X}, which no segment can hold",
+            field="q",
+        )
     limit_chars = services().config.limits.max_segment_chars
     if len(query) > limit_chars:
         raise InvalidInput(

@@ -29,6 +29,8 @@ def test_every_record_field_round_trips(store: Store) -> None:
         changed_by="ben",
         usage_count=4,
         props={"x-project": "p1", "note": "menu"},
+        source_lang="en-GB",
+        target_lang="de-AT",
         line=12,
     )
     segment = store.add_segment(memory, record)
@@ -36,7 +38,7 @@ def test_every_record_field_round_trips(store: Store) -> None:
     assert stored == segment
     for name in (
         "source", "target", "tuid", "context", "source_markup", "target_markup",
-        "created_by", "changed_by", "usage_count", "props",
+        "created_by", "changed_by", "usage_count", "props", "source_lang", "target_lang",
     ):  # fmt: skip
         assert getattr(stored, name) == getattr(record, name), name
     assert stored.created_at == created.astimezone(UTC)
@@ -203,3 +205,29 @@ def test_concordance(store: Store) -> None:
     assert [s.target for s in store.concordance(memory, "DATEI", side="target")] == ["Datei öffnen"]
     with pytest.raises(InvalidInput):
         store.concordance(memory, "x", side="both")
+
+
+def test_variant_tags_survive_import_store_and_export(store: Store, tmp_path) -> None:
+    """A unit keeps the tags it came with where they differ from its memory's: en-US/de-AT text
+    in an en/de memory is exported as en-US/de-AT, de-DE as de-DE, plain de as de."""
+    from pathlib import Path
+
+    from tm_guide.formats import read_tmx, write_tmx
+
+    data = Path(__file__).parents[1] / "formats" / "data" / "variants.tmx"
+    memory = store.create_memory("variants", "en", "de")
+    store.import_records(memory, read_tmx(data, "en", "de"))
+    out = tmp_path / "out.tmx"
+    write_tmx(
+        out,
+        source_lang=memory.source_lang,
+        target_lang=memory.target_lang,
+        segments=store.iter_segments(memory),
+    )
+    back = {(r.source_lang, r.target_lang, r.target) for r in read_tmx(out, "en", "de")}
+    assert back == {
+        ("en-US", "de-DE", "Die Farbe ist rot."),
+        ("en-US", "de-AT", "Die Farbe ist rot (AT)."),
+        (None, None, "Schlichtes Deutsch."),
+    }
+    assert b'xml:lang="de-AT"' in out.read_bytes()

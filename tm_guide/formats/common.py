@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import IO, Union
 
 from tm_guide import languages
+from tm_guide.errors import InvalidInput
 from tm_guide.records import SegmentRecord
 
 # A path, or an open binary file (the server hands uploaded files over without saving them first).
@@ -85,6 +86,17 @@ def language_matches(candidate: str, wanted: str) -> bool:
     """Whether a translation in `candidate` serves `wanted` (de-AT serves de-DE; zh-CN never
     serves zh-TW)."""
     return language_rank(candidate, wanted) is not None
+
+
+def own_tag(tag: str | None, memory_tag: str) -> str | None:
+    """The tag a unit keeps (records.TranslationUnit.source_lang/target_lang): the file's, in
+    BCP 47 form, where it is not exactly the memory's; None where it is, or where there is none."""
+    if not tag or language_rank(tag, memory_tag) == languages.EXACT:
+        return None
+    try:
+        return languages.normalize(tag.strip())
+    except InvalidInput:
+        return None
 
 
 def pick_language(

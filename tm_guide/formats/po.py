@@ -29,7 +29,7 @@ import polib
 
 from tm_guide import languages
 from tm_guide.errors import ImportFormatError
-from tm_guide.formats.common import ReadStats, RecordReader, language_rank
+from tm_guide.formats.common import ReadStats, RecordReader, language_rank, own_tag
 from tm_guide.formats.mo_sysdep import system_dependent_messages
 from tm_guide.records import SegmentRecord
 
@@ -80,6 +80,7 @@ def _records(
     if rank == languages.SAME_SCRIPT:
         stats.warn(f"a {language} catalogue imported as the memory's {target_lang}")
     forms_for = plural_forms_for(catalogue.metadata.get("Plural-Forms", ""), name)
+    target_tag = own_tag(language, target_lang)
     for entry in catalogue:
         if entry.obsolete:
             stats.skip(SKIP_OBSOLETE)
@@ -88,11 +89,15 @@ def _records(
         elif not entry.msgid:
             continue  # the header entry (MO files list it among the messages)
         elif entry.msgid_plural:
-            yield from _plural_records(entry, stats, forms_for)
+            for record in _plural_records(entry, stats, forms_for):
+                record.target_lang = target_tag
+                yield record
         elif not entry.msgstr:
             stats.skip(SKIP_UNTRANSLATED)
         else:
-            yield _record(entry, entry.msgid, entry.msgstr)
+            record = _record(entry, entry.msgid, entry.msgstr)
+            record.target_lang = target_tag
+            yield record
 
 
 def _load_po(name: str) -> Any:

@@ -53,6 +53,7 @@ from tm_guide.formats.common import (
     RecordReader,
     Source,
     language_matches,
+    own_tag,
     pick_language,
     source_name,
 )
@@ -211,6 +212,7 @@ class _TmxParser:
             return
 
         source_text, source_markup, source_props = self.read_tuv(source_tuv, SOURCE_PREFIX)
+        source_tag = own_tag(_tuv_lang(source_tuv), self.source_lang)
         tuid = tu.get("tuid")
         for number, target_tuv in enumerate(targets, start=1):
             target_text, target_markup, target_props = self.read_tuv(target_tuv, TARGET_PREFIX)
@@ -231,6 +233,8 @@ class _TmxParser:
                 changed_by=_attr(target_tuv, tu, "changeid"),
                 usage_count=self.count_attr(target_tuv, tu, "usagecount"),
                 props=props,
+                source_lang=source_tag,
+                target_lang=own_tag(_tuv_lang(target_tuv), self.target_lang),
                 line=line,
             )
 
@@ -292,6 +296,11 @@ def syntax_error_location(exc: etree.XMLSyntaxError) -> tuple[int | None, str]:
             return entry.line or None, entry.message
     line = exc.position[0] if exc.position else exc.lineno
     return line or None, exc.msg
+
+
+def _tuv_lang(tuv: Any) -> str | None:
+    value = tuv.get(XML_LANG) or tuv.get("lang")
+    return str(value) if value is not None else None
 
 
 def _variant_tuid(tuid: str | None, number: int) -> str | None:

@@ -41,6 +41,8 @@ class SegmentLike(Protocol):
     changed_by: str | None
     usage_count: int
     props: dict[str, str]
+    source_lang: str | None
+    target_lang: str | None
 
 
 @dataclass(frozen=True)
@@ -218,8 +220,11 @@ def _fill_tu(tu: Any, segment: SegmentLike, source_lang: str, target_lang: str) 
         _add_meta(tu, "x-context", segment.context)
     for key, value in tu_meta.items():
         _add_meta(tu, key, value)
-    _add_tuv(tu, source_lang, segment.source, segment.source_markup, props, SOURCE_PREFIX)
-    _add_tuv(tu, target_lang, segment.target, segment.target_markup, props, TARGET_PREFIX)
+    # a unit's own tags (de-AT text in a de memory) go back out as it came in
+    source_tag = segment.source_lang or source_lang
+    target_tag = segment.target_lang or target_lang
+    _add_tuv(tu, source_tag, segment.source, segment.source_markup, props, SOURCE_PREFIX)
+    _add_tuv(tu, target_tag, segment.target, segment.target_markup, props, TARGET_PREFIX)
     tu.text = "\n      "
     tu[-1].tail = "\n    "
 

@@ -5,17 +5,17 @@ Only units a translator confirmed become records:
 
 - XLIFF 1.2 (and 1.1): a <trans-unit> with approved="yes", or whose <target> state is final,
   signed-off or translated, or that has neither a state nor approved="no"; needs-* and new are
-  skipped ("not confirmed"), as are units with translate="no" and gettext's header unit. With a <seg-source>, each <mrk mtype="seg"> is paired with the target's <mrk>
-  of the same mid.
+  skipped ("not confirmed"), as are units with translate="no" and gettext's header unit. With a
+  <seg-source>, each <mrk mtype="seg"> is paired with the target's <mrk> of the same mid.
 - XLIFF 2.0/2.1: each <segment> whose state is translated, reviewed or final, or has no state and a
   target; initial is skipped.
 
 The text is plain: an inline code (<ph>, <bpt>/<ept>, <x/>, <sc/>/<ec/>...) becomes its text
 equivalent (`equiv` in 2.x, `equiv-text` in 1.2) or nothing, and the text of paired tags (<g>,
-<pc>, <mrk>) is kept. <note>s go to props["note"], a unit's resname (1.2) or
-name (2.x) becomes the record's context. The file's languages follow tm_guide.languages: another
-language or script than the memory's is refused, another region warned about. The file is
-streamed (lxml iterparse, no entities, no network), as TMX is.
+<pc>, <mrk>) is kept. <note>s go to props["note"], a unit's resname (1.2) or name (2.x) becomes
+the record's context. The file's languages follow tm_guide.languages: another language or script
+than the memory's is refused, another region warned about and kept on the records (exported as
+it came). The file is streamed (lxml iterparse, no entities, no network), as TMX is.
 """
 
 from __future__ import annotations
@@ -28,7 +28,14 @@ from lxml import etree
 
 from tm_guide import languages
 from tm_guide.errors import ImportFormatError
-from tm_guide.formats.common import ReadStats, RecordReader, Source, language_rank, source_name
+from tm_guide.formats.common import (
+    ReadStats,
+    RecordReader,
+    Source,
+    language_rank,
+    own_tag,
+    source_name,
+)
 from tm_guide.formats.tmx import declared_entities, syntax_error_location
 from tm_guide.records import SegmentRecord, text_xml_cannot_hold
 
@@ -80,6 +87,7 @@ class _XliffParser:
         self.target_lang = target_lang
         self.stats = stats
         self.version = ""
+        self.tags: tuple[str | None, str | None] = (None, None)  # the file's own, where inexact
 
     def error(self, line: int | None, what: str) -> ImportFormatError:
         return ImportFormatError(self.name, line, what)
@@ -162,6 +170,7 @@ class _XliffParser:
                 )
             if rank == languages.SAME_SCRIPT:
                 self.stats.warn(f"{declared.strip()} text imported as the memory's {wanted}")
+        self.tags = (own_tag(source, self.source_lang), own_tag(target, self.target_lang))
 
     def unit_1(self, unit: Any) -> Iterator[SegmentRecord]:
         if unit.get("translate") == "no" or unit.get("restype") == "x-gettext-domain-header":
@@ -174,9 +183,7 @@ class _XliffParser:
             return
         state = (target.get("state") or "").strip()
         approved = unit.get("approved")
-        confirmed = approved == "yes" or (
-            state in _CONFIRMED_1 if state else approved != "no"
-        )
+        confirmed = approved == "yes" or (state in _CONFIRMED_1 if state else approved != "no")
         if not confirmed:
             self.stats.skip(SKIP_UNCONFIRMED)
             return
@@ -231,6 +238,8 @@ class _XliffParser:
             target=target_text,
             context=context,
             props=props,
+            source_lang=self.tags[0],
+            target_lang=self.tags[1],
             line=unit.sourceline,
         )
         if text_xml_cannot_hold(record) is not None:  # a <cp/> of a control character

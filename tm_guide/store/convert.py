@@ -59,6 +59,8 @@ def segment_from_row(row: Any) -> Segment:
         changed_by=row.changed_by,
         usage_count=row.usage_count,
         props=dict(row.props or {}),
+        source_lang=row.source_lang,
+        target_lang=row.target_lang,
         source_tokens=row.source_tokens,
         target_tokens=row.target_tokens,
         alignment=None if alignment is None else [(int(s), int(t)) for s, t in alignment],

@@ -26,6 +26,7 @@ ANALYSIS_COLUMNS = ("source_tokens", "target_tokens", "alignment", "tokenizer_id
 LOADED_COLUMNS = (
     "id", "tuid", "pair_hash", "source", "target", "context", "source_markup", "target_markup",
     "created_at", "created_by", "changed_at", "changed_by", "usage_count", "props",
+    "source_lang", "target_lang",
 )  # fmt: skip
 
 
@@ -87,6 +88,8 @@ def _record_values(record: SegmentRecord, when: datetime) -> dict[str, Any]:
         "changed_by": record.changed_by or record.created_by,
         "usage_count": max(int(record.usage_count or 0), 0),
         "props": dict(record.props or {}),
+        "source_lang": record.source_lang,
+        "target_lang": record.target_lang,
     }
 
 

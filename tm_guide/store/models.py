@@ -77,6 +77,9 @@ class SegmentRow(Base):
     changed_by: Mapped[str | None] = mapped_column(String(255))
     usage_count: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
     props: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False, default=dict)
+    # the unit's own language tags where they differ from the memory's (records.TranslationUnit)
+    source_lang: Mapped[str | None] = mapped_column(String(35))
+    target_lang: Mapped[str | None] = mapped_column(String(35))
     # Hash of (source, target, context): duplicate detection through a unique index.
     pair_hash: Mapped[str] = mapped_column(String(32), nullable=False)
     # The memory revision at which the indexed text (source) last changed: lets an index catch up.

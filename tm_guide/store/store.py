@@ -26,7 +26,7 @@ from tm_guide import languages
 from tm_guide.config import default_index_dir
 from tm_guide.errors import Conflict, InvalidInput, NotFound, Unauthorized
 from tm_guide.index import IndexChange, IndexDoc, IndexOptions, MemoryKey, SourceIndex, WhooshIndex
-from tm_guide.records import SegmentRecord
+from tm_guide.records import NOT_XML, SegmentRecord
 from tm_guide.store.convert import (
     api_key_from_row,
     memory_from_row,
@@ -132,6 +132,12 @@ class Store:
         name = (name or "").strip()
         if not name or len(name) > 200:
             raise InvalidInput("memory name must be 1 to 200 characters", field="name")
+        bad = NOT_XML.search(name) or NOT_XML.search(description or "")
+        if bad is not None:  # exported into TMX headers and file names; NUL breaks PostgreSQL
+            raise InvalidInput(
+                f"U+{ord(bad.group()):04X} cannot be part of a memory's name or description",
+                field="name" if NOT_XML.search(name) else "description",
+            )
         # stored in BCP 47 form, whichever spelling came in (zh_CN, sr@latin, de_DE.UTF-8)
         for label, tag in (("source_lang", source_lang), ("target_lang", target_lang)):
             if not isinstance(tag, str):
@@ -162,6 +168,8 @@ class Store:
             row = None
             if isinstance(name_or_id, int):
                 row = conn.execute(select(memories).where(memories.c.id == name_or_id)).first()
+            elif NOT_XML.search(name_or_id):
+                pass  # no memory is named so (create_memory refuses it)
             else:
                 row = conn.execute(select(memories).where(memories.c.name == name_or_id)).first()
                 # an id, written in ASCII digits and small enough to be a database integer
