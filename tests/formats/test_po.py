@@ -238,3 +238,59 @@ def test_an_mo_whose_system_dependent_table_points_outside_it_is_refused(tmp_pat
     broken.write_bytes(bytes(data))
     with pytest.raises(ImportFormatError, match="outside the file"):
         list(read_mo(broken, "en", "de"))
+
+
+def test_a_memory_exports_a_catalogue_msgfmt_accepts_with_plurals_flags_and_contexts(
+    tmp_path: Path,
+) -> None:
+    """PO -> TMX-able records -> PO: the plural entry comes back whole (six Arabic forms, in
+    order), with its flags, comments and references, the contexts stay apart, and `msgfmt -c`
+    accepts the catalogue; reading it again gives the same records."""
+    import shutil
+    import subprocess
+
+    from tm_guide.formats import write_po
+
+    records = list(read_po(DATA / "ar.po", "en", "ar"))
+    out = tmp_path / "out.po"
+    told: list[str] = []
+    entries = write_po(
+        out, source_lang="en", target_lang="ar", segments=records, on_skip=told.append
+    )
+    assert entries == 5 and told == []
+    exported = polib.pofile(str(out))
+    assert exported.metadata["Plural-Forms"].startswith("nplurals=6;")
+    [plural] = [e for e in exported if e.msgid_plural]
+    assert [plural.msgstr_plural[i] for i in range(6)] == [
+        "لا بايتات", "بايت واحد", "بايتان", "%d بايتات", "%d بايتًا", "%d بايت",
+    ]  # fmt: skip
+    assert "c-format" in plural.flags and plural.occurrences == [("src/size.c", "10")]
+    assert exported.find("Open %(name)s", msgctxt="menu").flags == ["python-format"]
+    if shutil.which("msgfmt"):
+        checked = subprocess.run(
+            ["msgfmt", "-c", "-o", str(tmp_path / "out.mo"), str(out)],
+            capture_output=True,
+            text=True,
+        )
+        assert checked.returncode == 0, checked.stderr
+    again = list(read_po(out, "en", "ar"))
+    assert [(r.source, r.target, r.context) for r in again] == [
+        (r.source, r.target, r.context) for r in records
+    ]
+
+
+def test_a_po_export_leaves_out_what_msgfmt_would_refuse_and_says_so(tmp_path: Path) -> None:
+    from tm_guide.formats import write_po
+    from tm_guide.records import SegmentRecord
+
+    segments = [
+        SegmentRecord(source="Open", target="Öffnen"),
+        SegmentRecord(source="Open", target="Aufmachen"),  # a second translation of one msgid
+        SegmentRecord(source="Lines\n", target="Zeilen"),  # newline on one side only
+    ]
+    told: list[str] = []
+    out = tmp_path / "de.po"
+    assert write_po(out, source_lang="en", target_lang="de", segments=segments,
+                    on_skip=told.append) == 1  # fmt: skip
+    assert len(told) == 2 and "already holds" in told[0] and "newline" in told[1]
+    assert [(e.msgid, e.msgstr) for e in polib.pofile(str(out))] == [("Open", "Öffnen")]

@@ -110,3 +110,32 @@ def test_index_check_and_rebuild(cli, tmp_path: Path, index_dir: Path, capsys) -
     assert cli("index", "rebuild", "-q") == 0
     assert cli("index", "check") == 0
     assert cli("search", "-m", "ui", "Print the page") == 0
+
+
+def test_a_catalogue_through_the_tm_and_tmx_comes_back_as_a_po_msgfmt_accepts(
+    cli, tmp_path: Path, capsys
+) -> None:  # type: ignore[no-untyped-def]
+    """PO into a memory, TMX out and into another memory (the plural entry's props ride along as
+    <prop>s), PO out of that: the six Arabic forms are whole and `msgfmt -c` accepts it."""
+    import shutil
+    import subprocess
+
+    import polib
+
+    catalogue = Path(__file__).parents[1] / "formats" / "data" / "ar.po"
+    assert cli("memory", "create", "ar", "en", "ar") == 0
+    assert cli("import", "ar", str(catalogue), "--quiet") == 0
+    assert cli("export", "ar", str(tmp_path / "ar.tmx")) == 0
+    assert cli("memory", "create", "ar2", "en", "ar") == 0
+    assert cli("import", "ar2", str(tmp_path / "ar.tmx"), "--quiet") == 0
+    assert cli("export", "ar2", str(tmp_path / "ar.po")) == 0
+    assert "exported 5 entries" in capsys.readouterr().out
+    [plural] = [e for e in polib.pofile(str(tmp_path / "ar.po")) if e.msgid_plural]
+    assert len(plural.msgstr_plural) == 6 and plural.msgstr_plural[5] == "%d بايت"
+    if shutil.which("msgfmt"):
+        done = subprocess.run(
+            ["msgfmt", "-c", "-o", str(tmp_path / "ar.mo"), str(tmp_path / "ar.po")],
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, done.stderr

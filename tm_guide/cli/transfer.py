@@ -29,9 +29,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     imp.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     imp.set_defaults(func=import_file)
 
-    exp = subparsers.add_parser("export", help="export a memory as TMX 1.4b")
+    exp = subparsers.add_parser("export", help="export a memory as TMX 1.4b or a PO catalogue")
     exp.add_argument("memory")
-    exp.add_argument("path", help="output .tmx file, or - for standard output")
+    exp.add_argument("path", help="output .tmx or .po file, or - for TMX on standard output")
     exp.set_defaults(func=export_file)
 
 
@@ -62,12 +62,15 @@ def import_file(args: argparse.Namespace) -> int:
 
 
 def export_file(args: argparse.Namespace) -> int:
-    from tm_guide.formats import write_tmx
+    from tm_guide.formats import write_po, write_tmx
 
-    if args.path != "-" and not str(args.path).lower().endswith(".tmx"):
+    suffix = "" if args.path == "-" else str(args.path).lower().rsplit(".", 1)[-1]
+    if args.path != "-" and suffix not in ("tmx", "po"):
         raise InvalidInput(
-            f"export writes TMX: name the output *.tmx, not {args.path}", field="path"
+            f"export writes TMX or PO: name the output *.tmx or *.po, not {args.path}",
+            field="path",
         )
+    write = write_po if suffix == "po" else write_tmx
     with open_store(args) as store:
         memory = store.get_memory(args.memory)
         destination = sys.stdout.buffer if args.path == "-" else args.path
@@ -77,7 +80,7 @@ def export_file(args: argparse.Namespace) -> int:
             left_out.append(why)
             print(f"tm-guide export: {why}", file=sys.stderr)
 
-        written = write_tmx(
+        written = write(
             destination,
             source_lang=memory.source_lang,
             target_lang=memory.target_lang,
@@ -86,5 +89,6 @@ def export_file(args: argparse.Namespace) -> int:
         )
     if args.path != "-":
         note = f"; {len(left_out)} left out (above)" if left_out else ""
-        print(f"exported {written} segments of {memory.name!r} to {args.path}{note}")
+        unit = "entries" if write is write_po else "segments"
+        print(f"exported {written} {unit} of {memory.name!r} to {args.path}{note}")
     return 0

@@ -14,6 +14,7 @@ from tm_guide.errors import InvalidInput
 from tm_guide.formats.common import ReadStats, RecordReader
 from tm_guide.formats.parallel import read_parallel, read_tsv
 from tm_guide.formats.po import read_mo, read_po
+from tm_guide.formats.po_writer import write_po
 from tm_guide.formats.tmx import read_tmx
 from tm_guide.formats.tmx_writer import ToolInfo, iter_tmx, write_tmx
 from tm_guide.formats.xliff import read_xliff
@@ -31,6 +32,7 @@ __all__ = [
     "read_tmx",
     "read_tsv",
     "read_xliff",
+    "write_po",
     "write_tmx",
 ]
 

@@ -7,7 +7,8 @@ n = 100 (CLDR's "other" in the languages gettext knows: Arabic's msgstr[5], Russ
 msgstr[2], English's msgstr[1]). Without a Plural-Forms header msgstr[0] and msgstr[1] are taken
 (msgstr[0] for both in a language with one form). The other forms have no source text of their
 own and are counted as skipped. Translator comments go to props["note"], extracted
-comments to props["x-po-comment"], source references to props["x-po-references"]. PO records
+comments to props["x-po-comment"], source references to props["x-po-references"], flags to
+props["x-po-flags"]; a plural entry's two records carry the whole entry (PROP_* below). PO records
 carry the line of their entry; MO files have no lines. An MO file's system-dependent messages
 (`%<PRIu64>`) are read too (tm_guide.formats.mo_sysdep), as msgunfmt shows them.
 
@@ -20,6 +21,7 @@ with a warning.
 from __future__ import annotations
 
 import gettext
+import json
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -40,6 +42,16 @@ SKIP_EXTRA_PLURAL = "plural forms without a source text"
 
 _LINE_IN_MESSAGE = re.compile(r"\(line (\d+)\)")
 _PLURAL = re.compile(r"plural\s*=\s*([^;]+)")
+
+# Props that keep a catalogue entry whole in the TM (TMX <prop>s on export; a PO export reads
+# them back): its flags, and for the two records of a plural entry, which form each is, the
+# msgid_plural (and on the plural record the msgid), every msgstr[N] and the Plural-Forms header.
+PROP_FLAGS = "x-po-flags"
+PROP_PLURAL = "x-po-plural"
+PROP_MSGID = "x-po-msgid"
+PROP_MSGID_PLURAL = "x-po-msgid-plural"
+PROP_FORMS = "x-po-msgstr-plural"
+PROP_PLURAL_FORMS = "x-po-plural-forms"
 # polib silently drops entries with some syntax errors (an unterminated string), so every line of
 # a PO file is checked first: blank, a comment, or an optional keyword with one quoted string.
 _KEYWORD = rb"(?:msgctxt|msgid|msgid_plural|msgstr(?:\[\d+\])?)"
@@ -79,7 +91,8 @@ def _records(
         )
     if rank == languages.SAME_SCRIPT:
         stats.warn(f"a {language} catalogue imported as the memory's {target_lang}")
-    forms_for = plural_forms_for(catalogue.metadata.get("Plural-Forms", ""), name)
+    plural_forms = (catalogue.metadata.get("Plural-Forms") or "").strip()
+    forms_for = plural_forms_for(plural_forms, name)
     target_tag = own_tag(language, target_lang)
     for entry in catalogue:
         if entry.obsolete:
@@ -89,7 +102,7 @@ def _records(
         elif not entry.msgid:
             continue  # the header entry (MO files list it among the messages)
         elif entry.msgid_plural:
-            for record in _plural_records(entry, stats, forms_for):
+            for record in _plural_records(entry, stats, forms_for, plural_forms):
                 record.target_lang = target_tag
                 yield record
         elif not entry.msgstr:
@@ -165,7 +178,7 @@ def _load(name: str, load: Callable[[str], Any]) -> Any:
 
 
 def _plural_records(
-    entry: Any, stats: ReadStats, forms_for: tuple[int, int] | None
+    entry: Any, stats: ReadStats, forms_for: tuple[int, int] | None, plural_forms: str
 ) -> Iterator[SegmentRecord]:
     forms = [entry.msgstr_plural[index] for index in sorted(entry.msgstr_plural)]
     if not forms or not all(forms):
@@ -173,8 +186,19 @@ def _plural_records(
         return
     one, other = forms_for or (0, 1)
     one, other = min(one, len(forms) - 1), min(other, len(forms) - 1)
-    yield _record(entry, entry.msgid, forms[one])
-    yield _record(entry, entry.msgid_plural, forms[other])
+    # the whole entry rides along, so that a PO export rebuilds it (tm_guide.formats.po_writer)
+    together = {
+        PROP_MSGID_PLURAL: entry.msgid_plural,
+        PROP_FORMS: json.dumps(forms, ensure_ascii=False),
+    }
+    if plural_forms:
+        together[PROP_PLURAL_FORMS] = plural_forms
+    singular = _record(entry, entry.msgid, forms[one])
+    singular.props.update(together, **{PROP_PLURAL: "one"})
+    plural = _record(entry, entry.msgid_plural, forms[other])
+    plural.props.update(together, **{PROP_PLURAL: "other", PROP_MSGID: entry.msgid})
+    yield singular
+    yield plural
     if len(forms) > len({one, other}):
         stats.skip(SKIP_EXTRA_PLURAL)
 
@@ -198,6 +222,9 @@ def _record(entry: Any, source: str, target: str) -> SegmentRecord:
         props["note"] = entry.tcomment
     if entry.comment:
         props["x-po-comment"] = entry.comment
+    flags = [flag for flag in entry.flags if flag != "fuzzy"]
+    if flags:
+        props[PROP_FLAGS] = ", ".join(flags)
     if entry.occurrences:
         props["x-po-references"] = " ".join(
             f"{file}:{line}" if line else file for file, line in entry.occurrences
