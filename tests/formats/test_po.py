@@ -77,7 +77,7 @@ def test_extra_plural_forms_are_counted(tmp_path: Path) -> None:
         'msgstr[0] "%d plik"\nmsgstr[1] "%d pliki"\nmsgstr[2] "%d plików"\n',
     )
     reader = read_po(path, "en", "pl")
-    assert pairs(list(reader)) == [("%d file", "%d plik", None), ("%d files", "%d pliki", None)]
+    assert pairs(list(reader)) == [("%d file", "%d plik", None), ("%d files", "%d plików", None)]
     assert reader.stats.skipped == {"plural forms without a source text": 1}
 
 
@@ -118,6 +118,22 @@ def test_plural_forms_are_paired_by_the_catalogues_rule(
     assert pairs(list(reader)) == [("%d byte", expected[0], None), ("%d bytes", expected[1], None)]
     left = len(forms) - len(set(expected) & set(forms)) if len(forms) > 1 else 0
     assert reader.stats.skipped == ({"plural forms without a source text": 1} if left else {})
+
+
+def test_a_catalogue_without_plural_forms_gets_its_languages_rule_from_cldr(
+    tmp_path: Path,
+) -> None:
+    """No Plural-Forms header: Babel's CLDR-derived rule for the Language (Polish: three forms,
+    n = 100 takes the third), as msginit would have written it."""
+    path = write(
+        tmp_path / "pl.po",
+        'msgid ""\nmsgstr ""\n"Language: pl\\n"\n\n'
+        'msgid "%d file"\nmsgid_plural "%d files"\n'
+        'msgstr[0] "%d plik"\nmsgstr[1] "%d pliki"\nmsgstr[2] "%d plików"\n',
+    )
+    records = list(read_po(path, "en", "pl"))
+    assert pairs(records) == [("%d file", "%d plik", None), ("%d files", "%d plików", None)]
+    assert records[0].props["x-po-plural-forms"].startswith("nplurals=3;")
 
 
 def test_an_unreadable_plural_forms_header_names_itself(tmp_path: Path) -> None:

@@ -4,8 +4,9 @@ msgid -> source, msgstr -> target, msgctxt -> context. Entries that are fuzzy, u
 obsolete are skipped and counted. A plural entry gives two records: msgid with the form the
 catalogue's Plural-Forms expression picks for n = 1, and msgid_plural with the form it picks for
 n = 100 (CLDR's "other" in the languages gettext knows: Arabic's msgstr[5], Russian's and Polish's
-msgstr[2], English's msgstr[1]). Without a Plural-Forms header msgstr[0] and msgstr[1] are taken
-(msgstr[0] for both in a language with one form). The other forms have no source text of their
+msgstr[2], English's msgstr[1]). A catalogue without a Plural-Forms header gets its language's
+from CLDR (Babel's table, as pybabel and msginit write it); only for a language Babel does not
+know are msgstr[0] and msgstr[1] taken. The other forms have no source text of their
 own and are counted as skipped. Translator comments go to props["note"], extracted
 comments to props["x-po-comment"], source references to props["x-po-references"], flags to
 props["x-po-flags"]; a plural entry's two records carry the whole entry (PROP_* below). PO records
@@ -30,7 +31,7 @@ from typing import Any
 import polib
 
 from tm_guide import languages
-from tm_guide.errors import ImportFormatError
+from tm_guide.errors import ImportFormatError, InvalidInput
 from tm_guide.formats.common import ReadStats, RecordReader, language_rank, own_tag
 from tm_guide.formats.mo_sysdep import system_dependent_messages
 from tm_guide.records import SegmentRecord
@@ -92,6 +93,8 @@ def _records(
     if rank == languages.SAME_SCRIPT:
         stats.warn(f"a {language} catalogue imported as the memory's {target_lang}")
     plural_forms = (catalogue.metadata.get("Plural-Forms") or "").strip()
+    if not plural_forms:  # the language's rule from CLDR (Babel), as msginit would write it
+        plural_forms = cldr_plural_forms(language or target_lang) or ""
     forms_for = plural_forms_for(plural_forms, name)
     target_tag = own_tag(language, target_lang)
     for entry in catalogue:
@@ -201,6 +204,18 @@ def _plural_records(
     yield plural
     if len(forms) > len({one, other}):
         stats.skip(SKIP_EXTRA_PLURAL)
+
+
+def cldr_plural_forms(tag: str) -> str | None:
+    """The Plural-Forms header of a language from Babel's CLDR-derived table (what pybabel and
+    msginit write), or None for a language Babel does not know."""
+    from babel.core import UnknownLocaleError
+    from babel.messages.plurals import get_plural
+
+    try:
+        return str(get_plural(languages.primary(tag)).plural_forms)
+    except (UnknownLocaleError, ValueError, InvalidInput):
+        return None
 
 
 def plural_forms_for(header: str, where: str) -> tuple[int, int] | None:

@@ -28,9 +28,10 @@ from tm_guide.formats.po import (
     PROP_MSGID_PLURAL,
     PROP_PLURAL,
     PROP_PLURAL_FORMS,
+    cldr_plural_forms,
 )
 
-# the Plural-Forms of a memory whose catalogues told none (English's, and most languages')
+# the Plural-Forms where neither the catalogues nor CLDR tell one (English's, most languages')
 DEFAULT_PLURAL_FORMS = "nplurals=2; plural=(n != 1);"
 
 
@@ -44,7 +45,7 @@ def write_po(
 ) -> int:
     """Write the catalogue; returns the number of entries (a plural entry counts once)."""
     segments = list(segments)
-    plural_forms = _plural_forms(segments)
+    plural_forms = _plural_forms(segments, target_lang)
     nplurals = _nplurals(plural_forms)
     catalogue = polib.POFile(wrapwidth=0)
     now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M+0000")
@@ -150,11 +151,14 @@ def _occurrences(references: str) -> list[tuple[str, str]]:
     return found
 
 
-def _plural_forms(segments: list[Any]) -> str:
+def _plural_forms(segments: list[Any], target_lang: str) -> str:
+    """The rule the imported catalogues told most often, else the language's from CLDR."""
     counts = Counter(
         s.props[PROP_PLURAL_FORMS] for s in segments if (s.props or {}).get(PROP_PLURAL_FORMS)
     )
-    return counts.most_common(1)[0][0] if counts else DEFAULT_PLURAL_FORMS
+    if counts:
+        return str(counts.most_common(1)[0][0])
+    return cldr_plural_forms(target_lang) or DEFAULT_PLURAL_FORMS
 
 
 def _nplurals(plural_forms: str) -> int:
