@@ -45,8 +45,6 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from lxml import etree
-
 from tm_guide.errors import ImportFormatError
 from tm_guide.formats.common import (
     ReadStats,
@@ -58,6 +56,7 @@ from tm_guide.formats.common import (
     source_name,
 )
 from tm_guide.formats.tmx_inline import InlineMarkupError, inner_xml, plain_text
+from tm_guide.formats.xml_input import declared_entities, import_errors, safe_iterparse
 from tm_guide.records import SegmentRecord
 
 XML_LANG = "{http://www.w3.org/XML/1998/namespace}lang"
@@ -113,21 +112,11 @@ class _TmxParser:
     def records(self) -> Iterator[SegmentRecord]:
         seen_root = False
         seen_header = False
-        # libxml2's error log is per thread and iterparse does not reset it: without this, an
-        # earlier parse's error would be reported as this file's location.
-        etree.clear_error_log()
-        try:
-            context = etree.iterparse(
+        with import_errors(self.name):
+            context = safe_iterparse(
                 self.source,
                 events=("start", "end"),
                 tag=("tmx", "header", "tu"),  # fewer events: other elements are read via <tu>
-                resolve_entities=False,
-                no_network=True,
-                huge_tree=False,
-                load_dtd=False,
-                dtd_validation=False,
-                remove_comments=True,
-                remove_pis=True,
             )
             for event, element in context:
                 if not seen_root:  # the root and the DOCTYPE exist once any element is seen
@@ -147,13 +136,6 @@ class _TmxParser:
                 elif tag == "header":
                     seen_header = True
                     self.read_header(element)
-        except etree.XMLSyntaxError as exc:
-            line, message = syntax_error_location(exc)
-            raise self.error(line, f"XML syntax error: {message}") from None
-        except FileNotFoundError:
-            raise self.error(None, "no such file") from None
-        except OSError as exc:
-            raise self.error(None, f"cannot read the file: {exc}") from None
         if not seen_root and context.root is not None:
             self.check_root(context.root)
         if not seen_header:
@@ -280,22 +262,6 @@ class _TmxParser:
         if not value.isdigit():
             raise self.error(tu.sourceline, f"bad {name} {value!r}: expected a whole number >= 0")
         return int(value)
-
-
-def declared_entities(root: Any) -> list[str]:
-    """The entities a document's internal DTD declares (imports refuse them: entity expansion and
-    external entities are a security risk)."""
-    dtd = root.getroottree().docinfo.internalDTD
-    return [entity.name for entity in dtd.iterentities()] if dtd is not None else []
-
-
-def syntax_error_location(exc: etree.XMLSyntaxError) -> tuple[int | None, str]:
-    """The first real error libxml2 logged; iterparse's own message can be a generic follow-up."""
-    for entry in exc.error_log:
-        if entry.level >= etree.ErrorLevels.ERROR:
-            return entry.line or None, entry.message
-    line = exc.position[0] if exc.position else exc.lineno
-    return line or None, exc.msg
 
 
 def _tuv_lang(tuv: Any) -> str | None:

@@ -36,7 +36,7 @@ from tm_guide.formats.common import (
     own_tag,
     source_name,
 )
-from tm_guide.formats.tmx import declared_entities, syntax_error_location
+from tm_guide.formats.xml_input import declared_entities, import_errors, safe_iterparse
 from tm_guide.records import SegmentRecord, text_xml_cannot_hold
 
 SKIP_UNCONFIRMED = "not confirmed"
@@ -93,20 +93,9 @@ class _XliffParser:
         return ImportFormatError(self.name, line, what)
 
     def records(self) -> Iterator[SegmentRecord]:
-        etree.clear_error_log()
         seen_root = False
-        try:
-            context = etree.iterparse(
-                self.source,
-                events=("start", "end"),
-                resolve_entities=False,
-                no_network=True,
-                huge_tree=False,
-                load_dtd=False,
-                dtd_validation=False,
-                remove_comments=True,
-                remove_pis=True,
-            )
+        with import_errors(self.name):
+            context = safe_iterparse(self.source, events=("start", "end"))
             for event, element in context:
                 if not seen_root:
                     seen_root = True
@@ -125,13 +114,6 @@ class _XliffParser:
                 else:
                     continue
                 element.clear(keep_tail=True)
-        except etree.XMLSyntaxError as exc:
-            line, message = syntax_error_location(exc)
-            raise self.error(line, f"XML syntax error: {message}") from None
-        except FileNotFoundError:
-            raise self.error(None, "no such file") from None
-        except OSError as exc:
-            raise self.error(None, f"cannot read the file: {exc}") from None
         if not seen_root:
             raise self.error(None, "not an XLIFF file: no root element")
 
