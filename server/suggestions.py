@@ -96,13 +96,14 @@ def suggest(
     ):
         for stage, ms in timings.items():
             services.metrics.stages.observe(ms / 1000, stage=stage)
+        scored = _scored(query, found, penalties)
         if translation is not None:
-            verbatim = _verbatim(query, found, penalties) if options.exact_match_target else None
+            verbatim = _verbatim(scored) if options.exact_match_target else None
             _set_origin(translation, verbatim, names)
         results_json.append(
             {
                 "source": query.source,
-                "matches": _matches(query, found, penalties, names, options),
+                "matches": _matches(scored, names, options),
                 "translation": translation,
                 "timings_ms": timings,
             }
@@ -136,17 +137,23 @@ def _stage_timings(pieces: Any, decoded_ms: dict[str, float], queued_s: float) -
     return timings
 
 
-def _verbatim(query: SegmentQuery, hits: Sequence[Any], penalties: dict[int, int]) -> Any:
-    """The hit a CAT tool would insert: the highest match of 100 or more after its memory's
-    penalty, the most recent segment among equals; None when no memory holds the source."""
-    best, best_key = None, None
+def _scored(
+    query: SegmentQuery, hits: Sequence[Any], penalties: dict[int, int]
+) -> list[tuple[Any, int]]:
+    """Each hit with its CAT match percentage after its memory's penalty (never below 0)."""
+    scored = []
     for hit in hits:
         segment = hit.segment
         raw = match_percentage(query.source, segment.source, query.context, segment.context)
-        match = raw - penalties.get(segment.memory_id, 0)
-        if match >= 100 and (best_key is None or (match, segment.id) > best_key):
-            best, best_key = (hit, match), (match, segment.id)
-    return best
+        scored.append((hit, max(0, raw - penalties.get(segment.memory_id, 0))))
+    return scored
+
+
+def _verbatim(scored: Sequence[tuple[Any, int]]) -> tuple[Any, int] | None:
+    """The hit a CAT tool would insert: the highest match of 100 or more after its memory's
+    penalty, the most recent segment among equals; None when no memory holds the source."""
+    verbatim = [(hit, match) for hit, match in scored if match >= 100]
+    return max(verbatim, key=lambda pair: (pair[1], pair[0].segment.id), default=None)
 
 
 def _set_origin(translation: dict[str, Any], verbatim: Any, names: dict[int, str]) -> None:
@@ -167,17 +174,11 @@ def _set_origin(translation: dict[str, Any], verbatim: Any, names: dict[int, str
 
 
 def _matches(
-    query: SegmentQuery,
-    hits: Sequence[Any],
-    penalties: dict[int, int],
-    names: dict[int, str],
-    options: SuggestOptions,
+    scored: Sequence[tuple[Any, int]], names: dict[int, str], options: SuggestOptions
 ) -> list[dict[str, Any]]:
     matches = []
-    for hit in hits:
+    for hit, match in scored:
         segment = hit.segment
-        raw = match_percentage(query.source, segment.source, query.context, segment.context)
-        match = max(0, raw - penalties.get(segment.memory_id, 0))
         if match < options.min_match:
             continue
         matches.append(
