@@ -45,7 +45,6 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from tm_guide.errors import ImportFormatError
 from tm_guide.formats.common import (
     ReadStats,
     RecordReader,
@@ -53,10 +52,9 @@ from tm_guide.formats.common import (
     language_matches,
     own_tag,
     pick_language,
-    source_name,
 )
 from tm_guide.formats.tmx_inline import InlineMarkupError, inner_xml, plain_text
-from tm_guide.formats.xml_input import declared_entities, import_errors, safe_iterparse
+from tm_guide.formats.xml_input import XmlImport, import_errors, safe_iterparse
 from tm_guide.records import SegmentRecord
 
 XML_LANG = "{http://www.w3.org/XML/1998/namespace}lang"
@@ -95,19 +93,14 @@ def context_from_props(props: dict[str, str]) -> str | None:
     return f"{previous or ''}\n{following or ''}"
 
 
-class _TmxParser:
+class _TmxParser(XmlImport):
+    kind = "TMX"
+
     def __init__(
         self, source: Source, source_lang: str, target_lang: str, stats: ReadStats
     ) -> None:
-        self.source = source
-        self.name = source_name(source)
-        self.source_lang = source_lang
-        self.target_lang = target_lang
-        self.stats = stats
+        super().__init__(source, source_lang, target_lang, stats)
         self.header_srclang: str | None = None
-
-    def error(self, line: int | None, what: str) -> ImportFormatError:
-        return ImportFormatError(self.name, line, what)
 
     def records(self) -> Iterator[SegmentRecord]:
         seen_root = False
@@ -142,17 +135,7 @@ class _TmxParser:
             raise self.error(None, "not a TMX file: no <header> element")
 
     def check_root(self, root: Any) -> None:
-        names = declared_entities(root)
-        if names:
-            listed = ", ".join(names[:5]) + (
-                f" and {len(names) - 5} more" if len(names) > 5 else ""
-            )
-            raise self.error(
-                root.sourceline,
-                f"the DOCTYPE declares entities ({listed}); entity "
-                "declarations are not allowed in TMX imports (entity expansion and external "
-                "entities are a security risk)",
-            )
+        self.refuse_entities(root)
         if root.tag != "tmx":
             raise self.error(root.sourceline, f"not a TMX file: the root element is <{root.tag}>")
 

@@ -27,16 +27,14 @@ from typing import Any
 from lxml import etree
 
 from tm_guide import languages
-from tm_guide.errors import ImportFormatError
 from tm_guide.formats.common import (
     ReadStats,
     RecordReader,
     Source,
     language_rank,
     own_tag,
-    source_name,
 )
-from tm_guide.formats.xml_input import declared_entities, import_errors, safe_iterparse
+from tm_guide.formats.xml_input import XmlImport, import_errors, safe_iterparse
 from tm_guide.records import SegmentRecord, text_xml_cannot_hold
 
 SKIP_UNCONFIRMED = "not confirmed"
@@ -77,20 +75,15 @@ def plain_text(element: Any) -> str:
     return "".join(parts)
 
 
-class _XliffParser:
+class _XliffParser(XmlImport):
+    kind = "XLIFF"
+
     def __init__(
         self, source: Source, source_lang: str, target_lang: str, stats: ReadStats
     ) -> None:
-        self.source = source
-        self.name = source_name(source)
-        self.source_lang = source_lang
-        self.target_lang = target_lang
-        self.stats = stats
+        super().__init__(source, source_lang, target_lang, stats)
         self.version = ""
         self.tags: tuple[str | None, str | None] = (None, None)  # the file's own, where inexact
-
-    def error(self, line: int | None, what: str) -> ImportFormatError:
-        return ImportFormatError(self.name, line, what)
 
     def records(self) -> Iterator[SegmentRecord]:
         seen_root = False
@@ -118,14 +111,7 @@ class _XliffParser:
             raise self.error(None, "not an XLIFF file: no root element")
 
     def check_root(self, root: Any) -> None:
-        names = declared_entities(root)
-        if names:
-            raise self.error(
-                root.sourceline,
-                f"the DOCTYPE declares entities ({', '.join(names[:5])}); entity declarations "
-                "are not allowed in imports (entity expansion and external entities are a "
-                "security risk)",
-            )
+        self.refuse_entities(root)
         if _local(root) != "xliff":
             raise self.error(root.sourceline, f"not an XLIFF file: the root is <{_local(root)}>")
         self.version = (root.get("version") or "").strip()

@@ -1,8 +1,9 @@
 """Reading an XML import (TMX, XLIFF) safely, and saying where it is broken.
 
-Every XML reader streams with `safe_iterparse` (no entity expansion, no network, no DTD, no huge
-trees), refuses a document whose DTD declares entities (`declared_entities`), and turns lxml's and
-the file system's errors into an ImportFormatError with the file and line (`import_errors`).
+Every XML reader (an `XmlImport`) streams with `safe_iterparse` (no entity expansion, no network,
+no DTD, no huge trees), refuses a document whose DTD declares entities (`refuse_entities`), and
+turns lxml's and the file system's errors into an ImportFormatError with the file and line
+(`import_errors`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 from lxml import etree
 
 from tm_guide.errors import ImportFormatError
+from tm_guide.formats.common import ReadStats, Source, source_name
 
 
 def safe_iterparse(source: Any, **options: Any) -> Any:
@@ -47,6 +49,36 @@ def import_errors(name: str) -> Iterator[None]:
         raise ImportFormatError(name, None, "no such file") from None
     except OSError as exc:
         raise ImportFormatError(name, None, f"cannot read the file: {exc}") from None
+
+
+class XmlImport:
+    """What the XML readers share: the file, the memory's language pair, the reader's stats, and
+    errors that name the file and line."""
+
+    kind = "XML"  # the format's name in messages
+
+    def __init__(
+        self, source: Source, source_lang: str, target_lang: str, stats: ReadStats
+    ) -> None:
+        self.source = source
+        self.name = source_name(source)
+        self.source_lang = source_lang
+        self.target_lang = target_lang
+        self.stats = stats
+
+    def error(self, line: int | None, what: str) -> ImportFormatError:
+        return ImportFormatError(self.name, line, what)
+
+    def refuse_entities(self, root: Any) -> None:
+        names = declared_entities(root)
+        if names:
+            more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+            raise self.error(
+                root.sourceline,
+                f"the DOCTYPE declares entities ({', '.join(names[:5])}{more}); entity "
+                f"declarations are not allowed in {self.kind} imports (entity expansion and "
+                "external entities are a security risk)",
+            )
 
 
 def declared_entities(root: Any) -> list[str]:
