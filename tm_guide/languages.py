@@ -22,12 +22,9 @@ from tm_guide.errors import InvalidInput
 # glibc/gettext locale modifiers that name a script
 _SCRIPT_MODIFIERS = {"latin": "Latn", "cyrillic": "Cyrl", "arabic": "Arab", "devanagari": "Deva"}
 
-# well-formed: a 2-8 letter language, then subtags; a well-formed tag that names no registered
-# language is accepted and matches only itself
-TAG_PATTERN = re.compile(r"^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$")
-
 # every spelling normalize() accepts: BCP 47 with - or _, a locale's .charset and @modifier
-# (de_DE.UTF-8, sr@latin). server/openapi.yaml's LanguageTag pattern is this one (a test holds it).
+# (de_DE.UTF-8, sr@latin); a well-formed tag that names no registered language is accepted and
+# matches only itself. server/openapi.yaml's LanguageTag pattern is this one (a test holds it).
 SPELLING = re.compile(r"[A-Za-z]{2,8}([-_][A-Za-z0-9]{1,8})*(\.[A-Za-z0-9-]+)?(@[A-Za-z]+)?")
 # RFC 5646 (4.4.1): a tag of at most 35 characters fits every implementation; the store's columns
 # hold that many

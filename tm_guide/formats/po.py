@@ -98,22 +98,26 @@ def _records(
     forms_for = plural_forms_for(plural_forms, name)
     target_tag = own_tag(language, target_lang)
     for entry in catalogue:
-        if entry.obsolete:
-            stats.skip(SKIP_OBSOLETE)
-        elif "fuzzy" in entry.flags:
-            stats.skip(SKIP_FUZZY)
-        elif not entry.msgid:
-            continue  # the header entry (MO files list it among the messages)
-        elif entry.msgid_plural:
-            for record in _plural_records(entry, stats, forms_for, plural_forms):
-                record.target_lang = target_tag
-                yield record
-        elif not entry.msgstr:
-            stats.skip(SKIP_UNTRANSLATED)
-        else:
-            record = _record(entry, entry.msgid, entry.msgstr)
+        for record in _entry_records(entry, stats, forms_for, plural_forms):
             record.target_lang = target_tag
             yield record
+
+
+def _entry_records(
+    entry: Any, stats: ReadStats, forms_for: tuple[int, int] | None, plural_forms: str
+) -> Iterator[SegmentRecord]:
+    if entry.obsolete:
+        stats.skip(SKIP_OBSOLETE)
+    elif "fuzzy" in entry.flags:
+        stats.skip(SKIP_FUZZY)
+    elif not entry.msgid:
+        return  # the header entry (MO files list it among the messages)
+    elif entry.msgid_plural:
+        yield from _plural_records(entry, stats, forms_for, plural_forms)
+    elif not entry.msgstr:
+        stats.skip(SKIP_UNTRANSLATED)
+    else:
+        yield _record(entry, entry.msgid, entry.msgstr)
 
 
 def _load_po(name: str) -> Any:

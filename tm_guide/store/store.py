@@ -132,12 +132,14 @@ class Store:
         name = (name or "").strip()
         if not name or len(name) > 200:
             raise InvalidInput("memory name must be 1 to 200 characters", field="name")
-        bad = NOT_XML.search(name) or NOT_XML.search(description or "")
-        if bad is not None:  # exported into TMX headers and file names; NUL breaks PostgreSQL
-            raise InvalidInput(
-                f"U+{ord(bad.group()):04X} cannot be part of a memory's name or description",
-                field="name" if NOT_XML.search(name) else "description",
-            )
+        # exported into TMX headers and file names; NUL breaks PostgreSQL
+        for label, value in (("name", name), ("description", description or "")):
+            bad = NOT_XML.search(value)
+            if bad is not None:
+                raise InvalidInput(
+                    f"U+{ord(bad.group()):04X} cannot be part of a memory's name or description",
+                    field=label,
+                )
         # stored in BCP 47 form, whichever spelling came in (zh_CN, sr@latin, de_DE.UTF-8)
         for label, tag in (("source_lang", source_lang), ("target_lang", target_lang)):
             if not isinstance(tag, str):
