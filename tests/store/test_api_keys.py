@@ -50,3 +50,32 @@ def test_bad_scopes_are_refused(store: Store) -> None:
         store.create_api_key("k", {"ui": "admin"})
     with pytest.raises(InvalidInput):
         store.create_api_key("k", {})
+
+
+def test_cached_keys_are_trusted_for_key_cache_s_and_revoked_at_once_here(
+    db_url: str, index_dir
+) -> None:
+    """A worker trusts a key it verified for `key_cache_s`: another process's revocation takes
+    effect when that ends; its own at once."""
+    import time
+
+    from tm_guide.store import StoreOptions
+
+    with (
+        Store.open(db_url, index_dir, StoreOptions(key_cache_s=0.5)) as worker,
+        Store.open(db_url, index_dir) as admin,
+    ):
+        _, token = admin.create_api_key("editor", {"*": "write"})
+        _, other = admin.create_api_key("other", {"*": "read"})
+        assert worker.verify_api_key(token).name == "editor"
+        admin.revoke_api_key("editor")
+        assert worker.verify_api_key(token).name == "editor"  # within the cache time
+        time.sleep(0.6)
+        with pytest.raises(Unauthorized):
+            worker.verify_api_key(token)
+        assert worker.verify_api_key(other).name == "other"
+        worker.revoke_api_key("other")
+        with pytest.raises(Unauthorized):
+            worker.verify_api_key(other)
+        with pytest.raises(Unauthorized):  # a failed lookup is never cached as a success
+            worker.verify_api_key(token)

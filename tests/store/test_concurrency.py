@@ -29,7 +29,8 @@ def test_two_threads_adding(store: Store) -> None:
 
     after = store.get_memory("ui")
     assert after.segment_count == 30 + 30 + 30
-    assert after.revision == 4 * 30
+    # concurrent writes may share a commit (group_commit.py): one revision per transaction
+    assert 2 * 30 <= after.revision <= 4 * 30
     shared = [s for s in store.iter_segments(after) if s.source.startswith("shared")]
     assert len(shared) == 30 and all(s.usage_count == 1 for s in shared)
     assert all(state.current for state in store.index_states())

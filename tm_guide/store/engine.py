@@ -15,8 +15,12 @@ MIGRATIONS_PACKAGE = "tm_guide._migrations"  # migrations/ as the wheel ships it
 SQLITE_BUSY_TIMEOUT_S = 30
 
 
-def create_store_engine(url: str) -> Engine:
-    """An engine for `url`; SQLite connections get WAL, foreign keys and a busy timeout."""
+def create_store_engine(url: str, pool_size: int = 5, max_overflow: int = 10) -> Engine:
+    """An engine for `url`; SQLite connections get WAL, foreign keys and a busy timeout.
+
+    `pool_size` connections stay open once made, `max_overflow` more are opened under load and
+    closed when returned; size the pool to the threads that use the store at once, or every
+    request beyond it pays for a new connection (SQLite: its pragmas; PostgreSQL: a backend)."""
     try:
         parsed = make_url(url)
     except Exception as exc:  # sqlalchemy raises ArgumentError with a terse message
@@ -29,11 +33,14 @@ def create_store_engine(url: str) -> Engine:
                 field="db",
             )
         engine = create_engine(
-            parsed, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S, "check_same_thread": False}
+            parsed,
+            connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S, "check_same_thread": False},
+            pool_size=pool_size,
+            max_overflow=max_overflow,
         )
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
-    return create_engine(parsed, pool_pre_ping=True)
+    return create_engine(parsed, pool_pre_ping=True, pool_size=pool_size, max_overflow=max_overflow)
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:

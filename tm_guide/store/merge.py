@@ -51,7 +51,7 @@ class _Row:
     text_changed: bool = False
 
 
-def _validate(record: SegmentRecord, where: str) -> str | None:
+def check_record(record: SegmentRecord, where: str) -> str | None:
     """Why the record cannot be stored, or None. Empty sides are skipped, not fatal."""
     if not isinstance(record.source, str) or not isinstance(record.target, str):
         raise InvalidInput(f"{where}: source and target must be text", field="source")
@@ -107,7 +107,7 @@ def apply_batch(
     pending: list[tuple[SegmentRecord, str]] = []
     for record in records:
         where = f"{source_name}:{record.line}" if record.line is not None else source_name
-        if _validate(record, where):
+        if check_record(record, where):
             report.skipped += 1
             continue
         pending.append((record, pair_hash(record.source, record.target, record.context)))

@@ -18,7 +18,17 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, bindparam, delete, func, insert, select, text, update
+from sqlalchemy import (
+    Connection,
+    Engine,
+    bindparam,
+    delete,
+    func,
+    insert,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.exc import IntegrityError
 from tqdm import tqdm
 
@@ -31,10 +41,12 @@ from tm_guide.store.convert import (
     api_key_from_row,
     memory_from_row,
     now,
+    pair_hash,
     segment_from_row,
 )
 from tm_guide.store.engine import create_store_engine, upgrade_to_head
-from tm_guide.store.merge import BatchOutcome, apply_batch
+from tm_guide.store.group_commit import GroupCommit
+from tm_guide.store.merge import BatchOutcome, apply_batch, check_record
 from tm_guide.store.models import api_keys_table, memories_table, segments_table
 from tm_guide.store.types import ApiKey, ImportReport, Memory, SearchHit, Segment, SegmentAnalysis
 
@@ -46,6 +58,7 @@ api_keys = api_keys_table
 
 ACCESS_LEVELS = ("read", "write")
 TOKEN_PREFIX = "tmg_"
+MAX_CACHED_KEYS = 10_000
 
 
 @dataclass(frozen=True)
@@ -60,6 +73,14 @@ class StoreOptions:
     statistics_refresh_min: int = 10_000
     index: IndexOptions = IndexOptions()
     repair_index_on_open: bool = True
+    # concurrent single-segment writes to one memory committed together, at most this many
+    max_write_group: int = 64
+    # database connections kept open, and opened beyond them under load (see engine.py): a
+    # server sizes the pool to its request threads
+    pool_size: int = 5
+    pool_overflow: int = 10
+    # seconds a verified API key is trusted without a lookup (0: every request looks it up)
+    key_cache_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -87,6 +108,10 @@ class Store:
         self.engine = engine
         self.index = index
         self.options = options
+        self._group_commit: GroupCommit[tuple[Memory, SegmentRecord], tuple[Segment, Memory]] = (
+            GroupCommit(self._commit_group, options.max_write_group)
+        )
+        self._verified_keys: dict[str, tuple[float, ApiKey]] = {}
 
     @classmethod
     def open(
@@ -94,7 +119,7 @@ class Store:
     ) -> Store:
         """Connect, migrate to the newest schema, and repair a stale or missing index."""
         options = options or StoreOptions()
-        engine = create_store_engine(url)
+        engine = create_store_engine(url, options.pool_size, options.pool_overflow)
         try:
             upgrade_to_head(engine)
         except Exception:
@@ -244,22 +269,67 @@ class Store:
         return added >= self.options.bulk_index_min and 2 * added >= before
 
     def add_segment(self, memory: Memory, record: SegmentRecord) -> Segment:
-        """Store one confirmed segment; the next search finds it."""
+        """Store one confirmed segment; it is committed and searchable when this returns.
+
+        Concurrent calls for one memory share a transaction (see group_commit.py)."""
+        return self.write_segment(memory, record)[0]
+
+    def write_segment(self, memory: Memory, record: SegmentRecord) -> tuple[Segment, Memory]:
+        """`add_segment`, also giving the memory as the write's commit left it (its revision and
+        segment count), which an answer to the writer reports."""
+        if check_record(record, "segment") == "empty":
+            raise InvalidInput("source and target must not be empty", field="source")
+        return self._group_commit.write(memory.id, (memory, record))
+
+    def _commit_group(
+        self, memory_id: int, writes: Sequence[tuple[Memory, SegmentRecord]]
+    ) -> list[tuple[Segment, Memory]]:
+        """One transaction, one revision and one index update for these segment writes."""
+        memory = writes[0][0]
+        records = [record for _, record in writes]
         report = ImportReport()
         outcome = BatchOutcome()
         with self.engine.begin() as conn:
-            revision = self._bump_revision(conn, memory.id)
-            apply_batch(conn, memory.id, revision, [record], report, outcome, now())
+            revision = self._bump_revision(conn, memory_id)
+            apply_batch(conn, memory_id, revision, records, report, outcome, now())
             if report.skipped:
                 raise InvalidInput("source and target must not be empty", field="source")
-            self._add_count(conn, memory.id, outcome.count_delta)
-            row = conn.execute(
-                select(segments).where(
-                    segments.c.memory_id == memory.id, segments.c.pair_hash == outcome.last_hash
+            self._add_count(conn, memory_id, outcome.count_delta)
+            hashes = [pair_hash(r.source, r.target, r.context) for r in records]
+            # Two indexed lookups: an OR of both conditions would scan the memory.
+            by_hash = {
+                row.pair_hash: row
+                for row in conn.execute(
+                    select(segments).where(
+                        segments.c.memory_id == memory_id, segments.c.pair_hash.in_(hashes)
+                    )
                 )
-            ).one()
+            }
+            replaced = [
+                r.tuid for h, r in zip(hashes, records, strict=True) if h not in by_hash and r.tuid
+            ]
+            by_tuid = (
+                {
+                    row.tuid: row
+                    for row in conn.execute(
+                        select(segments).where(
+                            segments.c.memory_id == memory_id, segments.c.tuid.in_(replaced)
+                        )
+                    )
+                }
+                if replaced
+                else {}
+            )
+            after = memory_from_row(
+                conn.execute(select(memories).where(memories.c.id == memory_id)).one()
+            )
         self._index_after_commit(memory, revision, outcome, progress=False, buffered=True)
-        return segment_from_row(row)
+        # A write whose pair a later write of the group replaced (same tuid) gets the row as the
+        # group left it, as it would have on reading it back after a one-by-one commit.
+        return [
+            (segment_from_row(by_hash.get(h) or by_tuid[record.tuid]), after)
+            for h, record in zip(hashes, records, strict=True)
+        ]
 
     def update_segment(self, memory: Memory, tuid: str, record: SegmentRecord) -> Segment:
         """Replace the segment with this tuid (NotFound if there is none)."""
@@ -561,17 +631,32 @@ class Store:
         return api_key_from_row(row), token
 
     def verify_api_key(self, token: str) -> ApiKey:
+        """The key `token` belongs to; Unauthorized if there is none or it was revoked.
+
+        With `key_cache_s` a key verified within that many seconds is not looked up again: a
+        revocation takes effect at once in this process and within `key_cache_s` in others."""
         if not token:
             raise Unauthorized("missing API key")
+        digest = hash_token(token)
+        ttl = self.options.key_cache_s
+        if ttl > 0:
+            cached = self._verified_keys.get(digest)
+            if cached is not None and time.monotonic() - cached[0] < ttl:
+                return cached[1]
         with self.engine.connect() as conn:
             row = conn.execute(
                 select(api_keys).where(
-                    api_keys.c.key_hash == hash_token(token), api_keys.c.revoked_at.is_(None)
+                    api_keys.c.key_hash == digest, api_keys.c.revoked_at.is_(None)
                 )
             ).first()
         if row is None:
             raise Unauthorized("invalid or revoked API key")
-        return api_key_from_row(row)
+        key = api_key_from_row(row)
+        if ttl > 0:
+            if len(self._verified_keys) >= MAX_CACHED_KEYS:
+                self._verified_keys.clear()
+            self._verified_keys[digest] = (time.monotonic(), key)
+        return key
 
     def revoke_api_key(self, name: str) -> None:
         with self.engine.begin() as conn:
@@ -580,6 +665,7 @@ class Store:
                 .where(api_keys.c.name == name, api_keys.c.revoked_at.is_(None))
                 .values(revoked_at=now())
             ).rowcount
+        self._verified_keys.clear()
         if not done:
             raise NotFound(f"no active API key named {name!r}", field="name")
 
