@@ -228,3 +228,25 @@ def test_concurrent_adds_share_one_estimation_of_due_priors(  # type: ignore[no-
         thread.join()
     assert estimations == [memory.id]
     assert len(found) == 6 and all(p is found[0] and p is not None for p in found)
+
+
+def test_segments_aligned_one_batch_at_a_time_grow_the_priors_without_rereading(  # type: ignore[no-untyped-def]
+    store, memory, aligner
+):
+    """A memory growing by single adds (past the refresh fraction) keeps its priors: each aligned
+    batch is counted into them instead of a re-estimation that reads the whole memory."""
+    priors = aligner.priors_for(memory)
+    assert priors is not None
+    pairs_before = priors.pairs
+    estimations = _count_estimations(aligner)
+    grow_by = int(memory.segment_count * aligner.options.refresh_fraction) + 5
+    for start in range(0, grow_by, 7):  # added and aligned a few at a time, as a server does
+        batch = [
+            store.add_segment(memory, SegmentRecord(f"the new house {i}", f"das neue Haus {i}"))
+            for i in range(start, min(start + 7, grow_by))
+        ]
+        aligner.align_segments(batch)
+    grown = store.get_memory(memory.id)
+    assert estimations == []
+    assert priors.pairs == pairs_before + grow_by
+    assert aligner.priors_for(grown) is priors

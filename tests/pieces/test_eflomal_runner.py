@@ -54,6 +54,17 @@ def test_priors_round_trip_through_eflomal_format(tmp_path: Path) -> None:
     assert lexical_words, "the priors link words the memory aligned"
 
 
+def test_priors_added_batch_by_batch_equal_one_estimate_of_all() -> None:
+    alignments, links = align_token_pairs(SOURCE * 3, TARGET * 3, EflomalOptions())
+    whole = AlignmentPriors.estimate(SOURCE * 3, TARGET * 3, alignments, alignments)
+    grown = AlignmentPriors.estimate(SOURCE, TARGET, alignments[:4], alignments[:4])
+    grown.add(AlignmentPriors.estimate(SOURCE * 2, TARGET * 2, alignments[4:], alignments[4:]))
+    assert grown.pairs == whole.pairs == 12
+    for table in ("lexical", "fertility_forward", "fertility_reverse"):
+        assert canonical(getattr(grown, table)) == canonical(getattr(whole, table))
+    assert (grown.hmm_forward, grown.hmm_reverse) == (whole.hmm_forward, whole.hmm_reverse)
+
+
 def test_a_foreign_file_is_not_taken_for_priors(tmp_path: Path) -> None:
     path = tmp_path / "priors.txt"
     path.write_text("LEX\ta\tb\t1\n", encoding="utf-8")

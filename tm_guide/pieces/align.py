@@ -208,7 +208,9 @@ class MemoryAligner:
         priors = self.priors_for(memory)
         if priors is not None:
             alignments, _ = align_token_pairs(source, target, self.options.incremental, priors)
-            return self._store(segments, source, target, alignments, progress)
+            stored = self._store(segments, source, target, alignments, progress)
+            self._grow_priors(memory, priors, source, target, alignments)
+            return stored
         # Too few aligned pairs for priors: align together with (a sample of) the memory itself.
         wanted = {segment.id for segment in segments}
         context = [
@@ -248,6 +250,23 @@ class MemoryAligner:
                         persist=priors.pairs >= self.options.min_prior_pairs,
                     )
         return priors if priors.pairs >= self.options.min_prior_pairs else None
+
+    def _grow_priors(
+        self,
+        memory: Any,
+        priors: AlignmentPriors,
+        source: list[list[str]],
+        target: list[list[str]],
+        alignments: list[list[Link]],
+    ) -> None:
+        """Count newly aligned segments into their memory's priors (as a re-estimation from the
+        store would: symmetrized links for both directions), so that a memory growing by single
+        adds keeps fresh priors without rereading itself."""
+        priors.add(AlignmentPriors.estimate(source, target, alignments, alignments))
+        with self._lock:
+            cached = self._priors.get(memory.id)
+            if cached is not None and cached[0] is priors:
+                self._priors[memory.id] = (priors, cached[1] + len(source))
 
     def _current_priors(self, memory: Any) -> AlignmentPriors | None:
         """Known priors that are still fresh for the memory's size, or None."""

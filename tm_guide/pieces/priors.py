@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import os
 import tempfile
+import threading
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import eflomal
 
@@ -36,6 +38,10 @@ class AlignmentPriors:
     fertility_forward: dict[str, list[tuple[str, int, float]]] = field(default_factory=dict)
     fertility_reverse: dict[str, list[tuple[str, int, float]]] = field(default_factory=dict)
     pairs: int = 0  # how many aligned pairs the counts come from
+    # `add` may run while another thread selects (a background alignment beside a query's)
+    _lock: threading.Lock = field(
+        default_factory=threading.Lock, init=False, repr=False, compare=False
+    )
 
     @classmethod
     def estimate(
@@ -91,6 +97,22 @@ class AlignmentPriors:
             pairs=pairs,
         )
 
+    def add(self, other: AlignmentPriors) -> None:
+        """Add another estimate's counts to these (the counts are sums over aligned pairs), so
+        that segments aligned one batch at a time join their memory's priors without a pass over
+        the memory."""
+        with self._lock:
+            _add_entries(self.lexical, other.lexical, width=2)
+            _add_entries(self.fertility_forward, other.fertility_forward, width=2)
+            _add_entries(self.fertility_reverse, other.fertility_reverse, width=2)
+            for mine, theirs in (
+                (self.hmm_forward, other.hmm_forward),
+                (self.hmm_reverse, other.hmm_reverse),
+            ):
+                for jump, alpha in theirs.items():
+                    mine[jump] = mine.get(jump, 0.0) + alpha
+            self.pairs += other.pairs
+
     def is_empty(self) -> bool:
         return not self.lexical and not self.hmm_forward
 
@@ -98,6 +120,10 @@ class AlignmentPriors:
         """The priors that concern these sentences, in the shape `eflomal.read_priors` returns."""
         src_vocab = {word.lower() for line in source_lines for word in line.split()}
         trg_vocab = {word.lower() for line in target_lines for word in line.split()}
+        with self._lock:
+            return self._select(src_vocab, trg_vocab)
+
+    def _select(self, src_vocab: set[str], trg_vocab: set[str]) -> PriorsTuple:
         lexical = [
             entry
             for word in src_vocab
@@ -113,7 +139,7 @@ class AlignmentPriors:
         # A unique temporary name: concurrent writers (server threads, workers) must not share one.
         fd, tmp_name = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
         tmp = Path(tmp_name)
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
+        with os.fdopen(fd, "w", encoding="utf-8") as out, self._lock:
             print(f"#PAIRS\t{self.pairs}", file=out)
             lex = Counter({(s, t): a for entries in self.lexical.values() for s, t, a in entries})
             ferf = Counter(
@@ -142,3 +168,22 @@ class AlignmentPriors:
             Counter({(w, f): a for w, f, a in ferr_list}),
             pairs=int(header[1]),
         )
+
+
+def _add_entries(
+    mine: dict[str, list[tuple[str, Any, float]]],
+    theirs: dict[str, list[tuple[str, Any, float]]],
+    width: int,
+) -> None:
+    """Sum `theirs` into `mine`: entries (key fields..., alpha) grouped by lowercased word."""
+    for word, entries in theirs.items():
+        have = mine.setdefault(word, [])
+        position = {entry[:width]: i for i, entry in enumerate(have)}
+        for entry in entries:
+            key, alpha = entry[:width], entry[width]
+            i = position.get(key)
+            if i is None:
+                position[key] = len(have)
+                have.append(entry)
+            else:
+                have[i] = (*key, have[i][width] + alpha)  # type: ignore[assignment]
