@@ -22,6 +22,9 @@ class Overlay:
 
     def __init__(self) -> None:
         self.docs: dict[int, str] = {}
+        # Documents known to have no older version on disk (added in step with the disk by this
+        # process): a commit adds them without the lookup a replacement needs.
+        self.fresh: set[int] = set()
         self._lengths: dict[int, float] = {}
         self._postings: dict[str, dict[int, int]] = {}
 
@@ -31,9 +34,12 @@ class Overlay:
     def __contains__(self, segment_id: object) -> bool:
         return segment_id in self.docs
 
-    def put(self, docs: Iterable[IndexDoc]) -> None:
+    def put(self, docs: Iterable[IndexDoc], fresh: bool = False) -> None:
+        """Hold these documents; `fresh`: none of them has a version on disk."""
         for doc in docs:
-            self.remove(doc.segment_id)
+            self.remove(doc.segment_id)  # a fresh document replaced here stays fresh
+            if fresh:
+                self.fresh.add(doc.segment_id)
             counts = Counter(index_terms(doc.source))
             self.docs[doc.segment_id] = doc.source
             self._lengths[doc.segment_id] = encoded_length(sum(counts.values()))
@@ -41,6 +47,7 @@ class Overlay:
                 self._postings.setdefault(word, {})[doc.segment_id] = tf
 
     def remove(self, segment_id: int) -> None:
+        """Forget the document's text (whether it is fresh is kept: its disk state is the same)."""
         source = self.docs.pop(segment_id, None)
         if source is None:
             return
@@ -54,6 +61,7 @@ class Overlay:
 
     def clear(self) -> None:
         self.docs.clear()
+        self.fresh.clear()
         self._lengths.clear()
         self._postings.clear()
 

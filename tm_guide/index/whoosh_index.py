@@ -99,7 +99,11 @@ class _MemoryIndex:
         elif not self._searcher.up_to_date():
             self._searcher = self._searcher.refresh()
         stored = self._searcher.document(id=META_ID)
-        self.disk_revision = None if stored is None else int(stored["revision"])
+        disk_revision = None if stored is None else int(stored["revision"])
+        if disk_revision != self.disk_revision:
+            # Another process committed: a document fresh here may now be on disk too.
+            self.overlay.fresh.clear()
+        self.disk_revision = disk_revision
         if self.disk_revision is None:
             self.overlay.clear()
             self.view = None
@@ -150,7 +154,9 @@ class WhooshIndex(SourceIndex):
 
     def _writer(self, mi: _MemoryIndex, timeout: float | None = None, **kwargs: Any) -> Any:
         wait = self.options.writer_timeout_s if timeout is None else timeout
-        return mi.ix().writer(timeout=wait, **kwargs)
+        # Separate segment files, not one compound file: whoosh reads a compound file into
+        # memory whole each time a reader opens it, and every replacing commit opens one.
+        return mi.ix().writer(timeout=wait, compound=False, **kwargs)
 
     def apply(self, change: IndexChange) -> None:
         mi = self._memory(change.memory)
@@ -164,8 +170,10 @@ class WhooshIndex(SourceIndex):
             deleted = list(change.deleted)
             fits = len(updated) + len(head) <= room
             if change.buffered and not deleted and mi.view is not None and fits:
-                mi.overlay.put(chain(updated, head))
-                if mi.view == change.base_revision:
+                in_step = mi.view == change.base_revision
+                mi.overlay.put(updated)
+                mi.overlay.put(head, fresh=in_step)
+                if in_step:
                     mi.view = change.memory.revision
                 return
             self._commit(
@@ -201,9 +209,11 @@ class WhooshIndex(SourceIndex):
             gone = set(deletes)
             for segment_id in gone:
                 writer.delete_by_term("id", str(segment_id))
+            fresh = mi.overlay.fresh  # emptied by the refresh above if another process wrote
             for segment_id, source in overlay:
                 if segment_id not in gone:
-                    writer.update_document(id=str(segment_id), source=source)
+                    put = writer.add_document if segment_id in fresh else writer.update_document
+                    put(id=str(segment_id), source=source)
             for doc in updates:
                 writer.update_document(id=str(doc.segment_id), source=doc.source)
             for doc in adds:
