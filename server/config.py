@@ -174,6 +174,10 @@ class ServerConfig:
     TM_GUIDE_TMSERVER_ANONYMOUS   1 lets the read-only tmserver endpoint answer without a key
     TM_GUIDE_JOBS_DIR             import uploads and job state (default: beside the index)
     TM_GUIDE_JOB_TTL_HOURS        how long an ended job's record is kept (default 168: a week)
+    TM_GUIDE_KEY_CACHE_S          seconds a verified API key is trusted without a database lookup
+                                  (default 5; 0 = look up every request); a revoked key stops
+                                  working at once in the worker that revoked it, within this
+                                  time in the others
     TM_GUIDE_MAX_BODY_BYTES, TM_GUIDE_MAX_IMPORT_BYTES, TM_GUIDE_MAX_BATCH_SIZE,
     TM_GUIDE_MAX_SEGMENT_CHARS    the limits
     TM_GUIDE_BATCH_MAX_SENTENCES  sentences decoded together at most (default 32; 1 = no batching)
@@ -196,7 +200,11 @@ class ServerConfig:
     tmserver_anonymous: bool = False
     jobs_dir: Path | None = None
     job_ttl_hours: float = 168.0
+    key_cache_s: float = 5.0
     protocols: Protocols = field(default_factory=Protocols)
+    # request threads per worker (`tm-guide serve --threads`): the store's connection pool is
+    # sized to them and the worker's background threads
+    request_threads: int = 16
 
     @property
     def resolved_jobs_dir(self) -> Path:
@@ -235,6 +243,7 @@ class ServerConfig:
             tmserver_anonymous=_switch_env("TM_GUIDE_TMSERVER_ANONYMOUS", False),
             jobs_dir=Path(jobs_dir) if jobs_dir else None,
             job_ttl_hours=_float_env("TM_GUIDE_JOB_TTL_HOURS", 168.0, maximum=24 * 365 * 10),
+            key_cache_s=_float_env("TM_GUIDE_KEY_CACHE_S", 5.0, maximum=3600),
             protocols=Protocols.from_env(),
         )
 

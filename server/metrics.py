@@ -111,6 +111,11 @@ class Registry:
             "tm_guide_segments_written_total",
             "Segments added, updated or imported through the API.",
         )
+        self.deferred_alignments = Counter(
+            "tm_guide_deferred_alignments_total",
+            "Written segments handled by the background aligner: aligned, current (aligned on "
+            "demand first), gone (deleted first) or failed (left for on-demand alignment).",
+        )
 
     def render(self) -> str:
         lines: list[str] = []
@@ -120,6 +125,7 @@ class Registry:
             self.stages,
             self.batch_sentences,
             self.segments_added,
+            self.deferred_alignments,
         ):
             lines.extend(metric.render())
         return "\n".join(lines) + "\n"

@@ -25,6 +25,7 @@ class Services:
         self._store: Any = None
         self._bundle: Any = None
         self._aligner: Any = None
+        self._deferred: Any = None
         self._translator: Any = None
         self._decoder: Any = None
 
@@ -32,10 +33,18 @@ class Services:
         if self._store is None:
             with self._lock:
                 if self._store is None:
-                    from tm_guide.store import Store
+                    from tm_guide.store import Store, StoreOptions
 
                     settings = self.config.settings
-                    self._store = Store.open(settings.db_url, index_dir=settings.index_dir)
+                    # one connection per request thread, and a few for the decoding, alignment
+                    # and job threads
+                    options = StoreOptions(
+                        pool_size=self.config.request_threads + 4,
+                        key_cache_s=self.config.key_cache_s,
+                    )
+                    self._store = Store.open(
+                        settings.db_url, index_dir=settings.index_dir, options=options
+                    )
         return self._store
 
     def bundle(self) -> Any:
@@ -67,6 +76,20 @@ class Services:
                     )
                     self._aligner = MemoryAligner(store, bundle, options)
         return self._aligner
+
+    def deferred_aligner(self) -> Any:
+        """Aligns written segments after their answer, batched across requests."""
+        if self._deferred is None:
+            aligner = self.aligner()
+            with self._lock:
+                if self._deferred is None:
+                    from tm_guide.pieces.deferred import DeferredAligner
+
+                    counter = self.metrics.deferred_alignments
+                    self._deferred = DeferredAligner(
+                        aligner, on_outcome=lambda outcome, n: counter.inc(n, outcome=outcome)
+                    )
+        return self._deferred
 
     @property
     def model_loaded(self) -> bool:
@@ -110,6 +133,10 @@ class Services:
 
     def close(self) -> None:
         self.jobs.shutdown()
+        with self._lock:
+            deferred, self._deferred = self._deferred, None
+        if deferred is not None:
+            deferred.close()
         with self._lock:
             if self._decoder is not None:
                 self._decoder.close()

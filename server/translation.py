@@ -178,27 +178,21 @@ def translations_json(
     return out
 
 
-def analyse_new_segments(services: Any, segments: Sequence[Any]) -> bool:
-    """Tokenize and align freshly written segments so that their pieces serve the next query.
+def align_after_write(services: Any, segments: Sequence[Any]) -> None:
+    """Queue freshly written segments for word alignment after the answer (see
+    tm_guide/pieces/deferred.py); a query that retrieves one first aligns it on demand.
 
-    Without a usable model the segment is stored unaligned (the answer says so, and the piece
-    builder aligns it when it is first retrieved once a model is there).
+    Without a usable model the segments are stored unaligned, and the piece builder aligns them
+    when they are first retrieved once a model is there.
     """
     from tm_guide.errors import ModelError
 
     try:
-        aligner = services.aligner()
+        deferred = services.deferred_aligner()
     except ModelError as exc:
         log.info("segments stored without alignment: %s", exc.message)
-        return False
-    try:
-        aligner.align_segments(segments)
-    except Exception:
-        # The segment is committed and indexed; failing the request now would tell the editor it
-        # was not. It stays unaligned ("aligned": false) until the piece builder meets it.
-        log.exception("aligning new segments %s failed", [s.id for s in segments])
-        return False
-    return True
+        return
+    deferred.submit(segment.id for segment in segments)
 
 
 def analyse_memory(services: Any, memory: Any) -> int:

@@ -52,7 +52,7 @@ from server.machine_translation import (
     require_text_list,
     translate_texts,
 )
-from server.translation import analyse_memory, analyse_new_segments
+from server.translation import align_after_write, analyse_memory
 from server.validation import json_name, request_arguments, string_arg
 from tm_guide import languages
 from tm_guide.errors import Conflict, Forbidden, InvalidInput, NotFound, PayloadTooLarge
@@ -384,13 +384,14 @@ def _check_languages(memory: Any, source: str, target: str, what: str) -> None:
 
 
 def _written(memory: Any, records: list[SegmentRecord], kind: str) -> Response:
-    """Stores the records in one transaction and aligns them at once, so that their pieces
-    serve the next translation; answers with the finished import job."""
+    """Stores the records in one transaction (one segment: aligned after the answer; an import:
+    aligned before it), so that their pieces serve the next translation; answers with the
+    finished import job."""
     svc = services()
     store = svc.store()
     if kind == "api":
         segment = store.add_segment(memory, records[0])
-        analyse_new_segments(svc, [segment])
+        align_after_write(svc, [segment])
     else:
         store.import_records(memory, records, source_name=kind)
         if records:

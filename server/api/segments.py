@@ -34,16 +34,14 @@ def record_from_json(body: dict[str, Any], author: str, *, path: str = "") -> Se
     )
 
 
-def _written(memory_name: str, segment: Any, status: int) -> tuple[Response, int]:
-    """Aligns the new segment at once (its pieces serve the next suggestion), then answers."""
-    from server.translation import analyse_new_segments
+def _written(segment: Any, memory: Any, status: int) -> tuple[Response, int]:
+    """Answers once the segment is committed and indexed; its word alignment follows in the
+    background (a suggestion that retrieves it first aligns it itself)."""
+    from server.translation import align_after_write
 
     svc = services()
-    aligned = analyse_new_segments(svc, [segment])
+    align_after_write(svc, [segment])
     svc.metrics.segments_added.inc(kind="api")
-    if aligned:
-        segment = svc.store().get_segments([segment.id])[0]
-    memory = svc.store().get_memory(memory_name)
     return jsonify({"segment": segment_json(segment), "memory": memory_json(memory)}), status
 
 
@@ -52,9 +50,8 @@ def add_segment(name: str) -> tuple[Response, int]:
     principal = require(name, "write")
     record = record_from_json(json_body(), principal.name)
     store = services().store()
-    memory = store.get_memory(name)
-    segment = store.add_segment(memory, record)
-    return _written(name, segment, 201)
+    segment, memory = store.write_segment(store.get_memory(name), record)
+    return _written(segment, memory, 201)
 
 
 @blueprint.put("/segments/by-tuid/<tuid>")
@@ -66,7 +63,7 @@ def update_segment(name: str, tuid: str) -> tuple[Response, int]:
     record = record_from_json({**body, "tuid": tuid}, principal.name)
     store = services().store()
     segment = store.update_segment(store.get_memory(name), tuid, record)
-    return _written(name, segment, 200)
+    return _written(segment, store.get_memory(name), 200)
 
 
 def _segment_of(name: str, segment_id: int) -> tuple[Any, Any]:
