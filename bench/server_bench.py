@@ -3,11 +3,13 @@ r"""Drive a real tm-guide server with bounded concurrent clients on loopback and
 Starts `tm-guide serve` on a free 127.0.0.1 port with a fresh SQLite file (or --db), seeds a
 memory, then runs two fixed-size phases with --clients threads each and stops by itself:
 
-  adds      POST /v1/memories/{m}/segments with distinct pairs (aligned at once when a model exists)
+  adds      POST /v1/memories/{m}/segments with distinct pairs (answered once committed and
+            indexed; word-aligned after the answer, in batches)
   suggest   POST /v1/suggest for one ~30-token segment each (matches + guided MT)
 
 and prints throughput and p50/p95 latency per phase, then checks that every add is in the memory
-exactly once (no lost or doubled writes). Example:
+exactly once (no lost or doubled writes) and, with MT, that a suggestion asked right after an add
+draws pieces from the segment just added (8 such pairs, one by one). Example:
 
   python bench/server_bench.py --clients 16 --adds 400 --suggestions 200
 
@@ -399,7 +401,7 @@ def bench(options: BenchOptions, variants: list[Variant], work: Path) -> int:
             print(server.add_result.row(server.variant.name))
             print(server.suggest_result.row(server.variant.name))
         for server in running:
-            failed |= _report_checks(server)
+            failed |= _report_checks(server, options.translate)
     finally:
         for server in running:
             server.process.terminate()
@@ -465,7 +467,42 @@ def _merge(total: PhaseResult | None, part: PhaseResult) -> PhaseResult:
     return part if total is None else total.merged(part)
 
 
-def _report_checks(server: Running) -> bool:
+FRESH_PAIRS = [
+    (
+        "Click the Zorblax {i} button to open the Quintor {i} dialog.",
+        "Klicken Sie auf die Schaltfläche Zorblax {i}, um den Dialog Quintor {i} zu öffnen.",
+    ),
+    (
+        "Choose Format - Glimmer {i} to change the settings of the selected frame.",
+        "Wählen Sie Format - Glimmer {i}, um die Einstellungen des ausgewählten Rahmens zu ändern.",
+    ),
+]
+
+
+def fresh_pieces(api: Http, count: int) -> tuple[int, int]:
+    """Add a segment, then at once ask for a suggestion of a sentence one word away from it:
+    how many suggestions drew pieces from the segment just added (of `count`)."""
+    used = 0
+    for i in range(count):
+        source, target = (text.format(i=i) for text in FRESH_PAIRS[i % len(FRESH_PAIRS)])
+        status, added = api.call(
+            "POST", "/v1/memories/bench/segments", {"source": source, "target": target}
+        )
+        assert status == 201, added
+        query = source.replace(" the ", " this ", 1)
+        status, body = api.call(
+            "POST", "/v1/suggest", {"memories": ["bench"], "source": query, "options": {}}
+        )
+        assert status == 200, body
+        translation = body["results"][0].get("translation") or {}
+        provenance = {
+            ref["id"] for piece in translation.get("pieces_used", []) for ref in piece["segments"]
+        }
+        used += added["segment"]["id"] in provenance
+    return used, count
+
+
+def _report_checks(server: Running, translate: bool) -> bool:
     """Stage means and the no-lost-writes check of one server; True when something failed."""
     api, name = server.api, server.variant.name
     assert server.add_result is not None and server.suggest_result is not None
@@ -493,10 +530,17 @@ def _report_checks(server: Running) -> bool:
         f"{name}: writes: {acknowledged} acknowledged, memory grew by {after - server.before}, "
         f"{found}/{len(server.adds)} found again by concordance -> {verdict}"
     )
+    used = asked = 0
+    if translate:
+        used, asked = fresh_pieces(api, 8)
+        print(
+            f"{name}: a suggestion right after an add drew pieces from it: {used}/{asked} "
+            f"-> {'OK' if used == asked else 'MISSED'}"
+        )
     errors = server.add_result.errors + server.suggest_result.errors
     for error in errors[:5]:
         print(f"{name}: error:", error)
-    return bool(errors) or lost != 0 or found != len(server.adds)
+    return bool(errors) or lost != 0 or found != len(server.adds) or used != asked
 
 
 def _wait_ready(api: Http, server: subprocess.Popen[bytes], work: Path) -> None:
