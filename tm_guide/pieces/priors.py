@@ -102,9 +102,9 @@ class AlignmentPriors:
         that segments aligned one batch at a time join their memory's priors without a pass over
         the memory."""
         with self._lock:
-            _add_entries(self.lexical, other.lexical, width=2)
-            _add_entries(self.fertility_forward, other.fertility_forward, width=2)
-            _add_entries(self.fertility_reverse, other.fertility_reverse, width=2)
+            _add_entries(self.lexical, other.lexical)
+            _add_entries(self.fertility_forward, other.fertility_forward)
+            _add_entries(self.fertility_reverse, other.fertility_reverse)
             for mine, theirs in (
                 (self.hmm_forward, other.hmm_forward),
                 (self.hmm_reverse, other.hmm_reverse),
@@ -171,19 +171,17 @@ class AlignmentPriors:
 
 
 def _add_entries(
-    mine: dict[str, list[tuple[str, Any, float]]],
-    theirs: dict[str, list[tuple[str, Any, float]]],
-    width: int,
+    mine: dict[str, list[tuple[str, Any, float]]], theirs: dict[str, list[tuple[str, Any, float]]]
 ) -> None:
-    """Sum `theirs` into `mine`: entries (key fields..., alpha) grouped by lowercased word."""
+    """Sum `theirs` into `mine`: (word, partner or fertility, alpha) entries grouped by the
+    lowercased word; entries with the same first two fields add their alphas."""
     for word, entries in theirs.items():
         have = mine.setdefault(word, [])
-        position = {entry[:width]: i for i, entry in enumerate(have)}
-        for entry in entries:
-            key, alpha = entry[:width], entry[width]
-            i = position.get(key)
+        position = {(first, second): i for i, (first, second, _) in enumerate(have)}
+        for first, second, alpha in entries:
+            i = position.get((first, second))
             if i is None:
-                position[key] = len(have)
-                have.append(entry)
+                position[(first, second)] = len(have)
+                have.append((first, second, alpha))
             else:
-                have[i] = (*key, have[i][width] + alpha)  # type: ignore[assignment]
+                have[i] = (first, second, have[i][2] + alpha)
