@@ -85,7 +85,8 @@ def seed(url: str, size: int, work: Path) -> tuple[str, str]:
         while batch := list(islice(segments, 5000)):
             analyses = []
             for segment in batch:
-                src, trg = bundle.encode_source(segment.source), bundle.encode_target(segment.target)
+                src = bundle.encode_source(segment.source)
+                trg = bundle.encode_target(segment.target)
                 analyses.append(
                     SegmentAnalysis(
                         segment.id, src, trg, diagonal(src, trg), bundle.tokenizer_id, ALIGNER_ID
