@@ -501,7 +501,7 @@ def git_state() -> str:
         ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True
     ).stdout.strip()
     dirty = subprocess.run(
-        ["git", "status", "--porcelain", "server", "tm_guide"],
+        ["git", "status", "--porcelain", "tm_guide"],
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -21,11 +21,17 @@ def setuptools_config() -> dict:  # type: ignore[type-arg]
 def test_every_python_package_of_the_repository_is_in_the_wheel() -> None:
     found = {
         ".".join(init.parent.relative_to(ROOT).parts)
-        for top in ("tm_guide", "server")
-        for init in (ROOT / top).rglob("__init__.py")
+        for init in (ROOT / "tm_guide").rglob("__init__.py")
     }
     listed = set(setuptools_config()["packages"])
     assert found <= listed, f"add to pyproject.toml [tool.setuptools] packages: {found - listed}"
+
+
+def test_the_wheel_installs_one_top_level_package() -> None:
+    """Everything lives under tm_guide: a top-level name such as `server` in site-packages would
+    collide with any other project's module of that name."""
+    tops = {name.split(".")[0] for name in setuptools_config()["packages"]}
+    assert tops == {"tm_guide"}
 
 
 def test_migrations_ship_as_a_package_of_the_wheel() -> None:

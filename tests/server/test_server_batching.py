@@ -12,7 +12,7 @@ import pytest
 from server_client import Client, Reply
 from server_scenarios import add_segment, create_memory
 
-from server.batching import DecodeBatcher
+from tm_guide.server.batching import DecodeBatcher
 
 TM = [
     ("Click open the menu file save window dialog.", "Klicken öffnen das menü datei speichern."),
@@ -78,7 +78,7 @@ def batch_histogram(client: Client) -> tuple[float, float]:
     for line in client.get("/metrics").body.decode().splitlines():
         if line.startswith("tm_guide_decode_batch_sentences_count"):
             calls = float(line.rsplit(" ", 1)[1])
-        elif line.startswith('tm_guide_decode_batch_sentences_bucket{le="1"}'):
+        elif line.startswith('tm_guide_decode_batch_sentences_bucket{le="1.0"}'):
             single = float(line.rsplit(" ", 1)[1])
     return calls, single
 

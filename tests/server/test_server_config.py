@@ -6,12 +6,12 @@ import dataclasses
 
 import pytest
 
-from server.config import ServerConfig
-from server.serving import ServeOptions, check_deployment
-from server.translation import MTOptions, translate_options
 from tm_guide.config import Settings
 from tm_guide.errors import InvalidInput
 from tm_guide.model.card import ModelCard
+from tm_guide.server.config import ServerConfig
+from tm_guide.server.serving import ServeOptions, check_deployment
+from tm_guide.server.translation import MTOptions, translate_options
 
 
 def test_limits_and_switches_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,7 +13,7 @@ import pytest
 from server_client import Client
 from server_scenarios import create_memory, wait_for_job
 
-from server.jobs import JobBoard
+from tm_guide.server.jobs import JobBoard
 
 UNITS = 40_000
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 
-from server import create_app
-from server.api.docs import spec
-from server.config import ServerConfig
+from tm_guide.server import create_app
+from tm_guide.server.api.docs import spec
+from tm_guide.server.config import ServerConfig
 
 IGNORED_METHODS = {"HEAD", "OPTIONS"}
 

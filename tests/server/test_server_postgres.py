@@ -53,3 +53,26 @@ def test_import_is_atomic_on_postgres(client) -> None:
         before["segment_count"],
         before["revision"],
     )
+
+
+def _count(metrics: str, prefix: str) -> float:
+    return sum(
+        float(line.rsplit(" ", 1)[1]) for line in metrics.splitlines() if line.startswith(prefix)
+    )
+
+
+def test_two_workers_report_the_whole_servers_metrics(start_server, pg_database_url) -> None:
+    """With several workers /metrics sums every worker's values (prometheus_client's
+    multiprocess mode), whichever worker answers."""
+    server = start_server(
+        db_url=pg_database_url, serve_args=("--workers", "2"), threads=4, admin=False
+    )
+    client = server.client
+    health = 'tm_guide_http_requests_total{endpoint="/health"'
+    before = _count(client.get("/metrics").body.decode(), health)  # the start-up probes
+    for _ in range(40):
+        assert client.get("/health").status == 200
+    for _ in range(6):  # one new connection each: both workers answer some
+        metrics = client.get("/metrics").body.decode()
+        assert _count(metrics, health) == before + 40, metrics
+    assert "tm_guide_http_request_duration_seconds_bucket" in metrics

@@ -40,8 +40,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def run(args: argparse.Namespace) -> int:
-    from server.config import ServerConfig
-    from server.serving import ServeOptions, serve
+    from tm_guide.server.config import ServerConfig
+    from tm_guide.server.serving import ServeOptions, serve
 
     config = ServerConfig.from_env(Settings.from_env(args.db))
     if args.auth is not None:

@@ -7,7 +7,7 @@ from typing import Any
 
 from flask import current_app
 
-from server.services import Services
+from tm_guide.server.services import Services
 
 
 def services() -> Services:

@@ -6,11 +6,11 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
 
-from server.api.common import memory_json, segment_json, services
-from server.auth import require
-from server.validation import get_field, int_arg, json_body, text_field
 from tm_guide.errors import InvalidInput, NotFound
 from tm_guide.records import NOT_XML, SegmentRecord
+from tm_guide.server.api.common import memory_json, segment_json, services
+from tm_guide.server.auth import require
+from tm_guide.server.validation import get_field, int_arg, json_body, text_field
 
 blueprint = Blueprint("segments", __name__, url_prefix="/v1/memories/<name>")
 
@@ -37,11 +37,11 @@ def record_from_json(body: dict[str, Any], author: str, *, path: str = "") -> Se
 def _written(segment: Any, memory: Any, status: int) -> tuple[Response, int]:
     """Answers once the segment is committed and indexed; its word alignment follows in the
     background (a suggestion that retrieves it first aligns it itself)."""
-    from server.translation import align_after_write
+    from tm_guide.server.translation import align_after_write
 
     svc = services()
     align_after_write(svc, [segment])
-    svc.metrics.segments_added.inc(kind="api")
+    svc.metrics.segments_added.labels(kind="api").inc()
     return jsonify({"segment": segment_json(segment), "memory": memory_json(memory)}), status
 
 

@@ -7,9 +7,9 @@ import time
 
 from flask import Flask, Response, g, request
 
-from server.config import ServerConfig
-from server.errors import register_error_handlers
-from server.services import Services
+from tm_guide.server.config import ServerConfig
+from tm_guide.server.errors import register_error_handlers
+from tm_guide.server.services import Services
 
 log = logging.getLogger(__name__)
 
@@ -36,14 +36,14 @@ def _register_blueprints(app: Flask, config: ServerConfig) -> None:
     protocol module may also `register(app)` what else it needs, such as its error body)."""
     from importlib import import_module
 
-    from server.api import docs, health, jobs, memories, segments, suggest
-    from server.config import PROTOCOLS
+    from tm_guide.server.api import docs, health, jobs, memories, segments, suggest
+    from tm_guide.server.config import PROTOCOLS
 
     for module in (health, docs, memories, segments, suggest, jobs):
         app.register_blueprint(module.blueprint)
     for name in PROTOCOLS:
         if config.protocols[name].enabled:
-            protocol = import_module(f"server.api.{name}")
+            protocol = import_module(f"tm_guide.server.api.{name}")
             app.register_blueprint(protocol.blueprint)
             if hasattr(protocol, "register"):
                 protocol.register(app)
@@ -58,11 +58,11 @@ def _register_request_metrics(app: Flask, services: Services) -> None:
     def count_request(response: Response) -> Response:
         started = g.get("started")
         endpoint = request.url_rule.rule if request.url_rule is not None else "unmatched"
-        services.metrics.requests.inc(
-            method=request.method, endpoint=endpoint, status=str(response.status_code)
-        )
+        services.metrics.requests.labels(
+            endpoint=endpoint, method=request.method, status=str(response.status_code)
+        ).inc()
         if started is not None:
-            services.metrics.latency.observe(
-                time.perf_counter() - started, method=request.method, endpoint=endpoint
+            services.metrics.latency.labels(endpoint=endpoint, method=request.method).observe(
+                time.perf_counter() - started
             )
         return response

@@ -6,10 +6,10 @@ import re
 
 from flask import Blueprint, Response, jsonify
 
-from server.api.common import memory_json, services
-from server.auth import ALL_MEMORIES, current_principal, require
-from server.validation import get_field, json_body
 from tm_guide.errors import InvalidInput
+from tm_guide.server.api.common import memory_json, services
+from tm_guide.server.auth import ALL_MEMORIES, current_principal, require
+from tm_guide.server.validation import get_field, json_body
 
 blueprint = Blueprint("memories", __name__, url_prefix="/v1")
 

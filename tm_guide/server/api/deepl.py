@@ -46,22 +46,22 @@ from typing import Any
 
 from flask import Blueprint, Flask, Response, current_app, jsonify, request
 
-from server.api.common import services
-from server.auth import ALL_MEMORIES, Principal, authenticate
-from server.errors import register_error_body
-from server.machine_translation import (
+from tm_guide import languages
+from tm_guide.errors import Forbidden, InvalidInput, NotFound, Unauthorized
+from tm_guide.records import SegmentRecord
+from tm_guide.server.api.common import services
+from tm_guide.server.auth import ALL_MEMORIES, Principal, authenticate
+from tm_guide.server.errors import register_error_body
+from tm_guide.server.machine_translation import (
     TextsToTranslate,
     check_pair,
     model_pair,
     require_text_list,
     translate_texts,
 )
-from server.markup import translate_marked_up
-from server.translation import analyse_memory
-from server.validation import request_arguments, string_arg
-from tm_guide import languages
-from tm_guide.errors import Forbidden, InvalidInput, NotFound, Unauthorized
-from tm_guide.records import SegmentRecord
+from tm_guide.server.markup import translate_marked_up
+from tm_guide.server.translation import analyse_memory
+from tm_guide.server.validation import request_arguments, string_arg
 
 PREFIX = "/deepl"
 blueprint = Blueprint("deepl", __name__, url_prefix=PREFIX)
@@ -371,7 +371,7 @@ def create_glossary() -> tuple[Response, int]:
             )
     store.import_records(memory, records, source_name="glossary")
     analyse_memory(svc, store.get_memory(memory.id))
-    svc.metrics.segments_added.inc(len(records), kind="import")
+    svc.metrics.segments_added.labels(kind="import").inc(len(records))
     return jsonify(_glossary_json(store.get_memory(memory.id))), 201
 
 

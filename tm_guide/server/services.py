@@ -11,9 +11,9 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from server.config import ServerConfig
-from server.jobs import JobBoard
-from server.metrics import Registry
+from tm_guide.server.config import ServerConfig
+from tm_guide.server.jobs import JobBoard
+from tm_guide.server.metrics import Registry
 
 
 class Services:
@@ -87,7 +87,8 @@ class Services:
 
                     counter = self.metrics.deferred_alignments
                     self._deferred = DeferredAligner(
-                        aligner, on_outcome=lambda outcome, n: counter.inc(n, outcome=outcome)
+                        aligner,
+                        on_outcome=lambda outcome, n: counter.labels(outcome=outcome).inc(n),
                     )
         return self._deferred
 
@@ -102,19 +103,19 @@ class Services:
             aligner = self.aligner()
             with self._lock:
                 if self._translator is None:
-                    from server.translation import load_translator
+                    from tm_guide.server.translation import load_translator
 
                     self._translator = load_translator(self.config, bundle, self.store(), aligner)
         return self._translator
 
     def decoder(self) -> Any:
         """Where suggestion requests decode: the batching decoder threads of this worker, or
-        (with batching off) the request's own thread. See server/batching.py."""
+        (with batching off) the request's own thread. See tm_guide/server/batching.py."""
         if self._decoder is None:
             translator = self.translator()
             with self._lock:
                 if self._decoder is None:
-                    from server.batching import DecodeBatcher, DirectDecoder
+                    from tm_guide.server.batching import DecodeBatcher, DirectDecoder
 
                     def translate(sentences: Any, options: Any, pieces: Any) -> Any:
                         return translator.translate(sentences, options, pieces=pieces)

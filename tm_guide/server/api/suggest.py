@@ -6,14 +6,14 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify
 
-from server.api.common import services
-from server.auth import current_principal, require
-from server.config import MAX_LAMBDA
-from server.suggestions import MemoryChoice, SegmentQuery, SuggestOptions, suggest
-from server.translation import MTOptions
-from server.validation import get_field, in_range, json_body, reject_unknown, text_field
 from tm_guide import languages
 from tm_guide.errors import InvalidInput, NotFound
+from tm_guide.server.api.common import services
+from tm_guide.server.auth import current_principal, require
+from tm_guide.server.config import MAX_LAMBDA
+from tm_guide.server.suggestions import MemoryChoice, SegmentQuery, SuggestOptions, suggest
+from tm_guide.server.translation import MTOptions
+from tm_guide.server.validation import get_field, in_range, json_body, reject_unknown, text_field
 
 blueprint = Blueprint("suggest", __name__, url_prefix="/v1")
 

@@ -15,7 +15,7 @@ JSON list of {source, target, context, quality, rank}, best first:
 
 Weblate's tmserver setting is a URL and nothing more, so a key can ride in the path:
 `/tmserver/key/<token>/...`. The server's own access log redacts it; a proxy in front logs it
-unless told not to (see server/README.md).
+unless told not to (see tm_guide/server/README.md).
 """
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ from flask import Blueprint, Response, jsonify, request
 from flask.blueprints import BlueprintSetupState
 from werkzeug.routing import BaseConverter
 
-from server.api.common import services
-from server.auth import LOCAL_USER, Principal, authenticate, current_principal
 from tm_guide import languages
 from tm_guide.errors import InvalidInput
 from tm_guide.matching import amagama_quality
+from tm_guide.server.api.common import services
+from tm_guide.server.auth import LOCAL_USER, Principal, authenticate, current_principal
 from tm_guide.store.types import SearchHit
 
 blueprint = Blueprint("tmserver", __name__, url_prefix="/tmserver")

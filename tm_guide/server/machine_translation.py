@@ -11,13 +11,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from server.auth import Principal
-from server.config import ProtocolOptions
-from server.services import Services
-from server.suggestions import MemoryChoice, SegmentQuery, SuggestOptions, suggest
-from server.translation import MTOptions, model_info
 from tm_guide import languages
 from tm_guide.errors import Forbidden, InvalidInput, Unprocessable
+from tm_guide.server.auth import Principal
+from tm_guide.server.config import ProtocolOptions
+from tm_guide.server.services import Services
+from tm_guide.server.suggestions import MemoryChoice, SegmentQuery, SuggestOptions, suggest
+from tm_guide.server.translation import MTOptions, model_info
 
 
 @dataclass(frozen=True)

@@ -14,15 +14,18 @@ from __future__ import annotations
 import ipaddress
 import logging
 import re
+import tempfile
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from gunicorn import glogging
 from gunicorn.app.base import BaseApplication
 
-from server.config import ServerConfig
 from tm_guide.errors import InvalidInput
+from tm_guide.server import metrics
+from tm_guide.server.config import ServerConfig
 
 log = logging.getLogger(__name__)
 
@@ -115,11 +118,13 @@ class GunicornServer(BaseApplication):  # type: ignore[misc]
         }
         if opts.warm:
             settings["post_worker_init"] = _warm_worker
+        if opts.workers > 1:
+            settings["child_exit"] = lambda _arbiter, worker: metrics.worker_exited(worker.pid)
         for key, value in settings.items():
             self.cfg.set(key, value)
 
     def load(self) -> Any:
-        from server import create_app
+        from tm_guide.server import create_app
 
         return create_app(self.server_config)
 
@@ -144,4 +149,10 @@ def _warm_worker(worker: Any) -> None:
 
 def serve(config: ServerConfig, options: ServeOptions) -> None:
     check_deployment(config, options)
-    GunicornServer(config, options).run()
+    if options.workers == 1:
+        GunicornServer(config, options).run()
+        return
+    # Several workers: one metrics directory for all of them, so /metrics is the whole server's.
+    with tempfile.TemporaryDirectory(prefix="tm-guide-metrics-") as directory:
+        metrics.enable_multiprocess(Path(directory))
+        GunicornServer(config, options).run()

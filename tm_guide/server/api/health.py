@@ -7,8 +7,8 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify
 
-from server.api.common import services
-from server.translation import engine_status
+from tm_guide.server.api.common import services
+from tm_guide.server.translation import engine_status
 
 log = logging.getLogger(__name__)
 blueprint = Blueprint("health", __name__)
@@ -50,6 +50,6 @@ def ready() -> tuple[Response, int]:
 
 @blueprint.get("/metrics")
 def metrics() -> Response:
-    return Response(
-        services().metrics.render(), mimetype="text/plain", content_type="text/plain; version=0.0.4"
-    )
+    from tm_guide.server.metrics import CONTENT_TYPE
+
+    return Response(services().metrics.render(), content_type=CONTENT_TYPE)

@@ -43,20 +43,20 @@ from typing import Any
 
 from flask import Blueprint, Flask, Response, jsonify, request
 
-from server.api.common import services
-from server.auth import ALL_MEMORIES, Principal, authenticate
-from server.errors import register_error_body
-from server.machine_translation import (
+from tm_guide import languages
+from tm_guide.errors import Conflict, Forbidden, InvalidInput, NotFound, PayloadTooLarge
+from tm_guide.records import SegmentRecord
+from tm_guide.server.api.common import services
+from tm_guide.server.auth import ALL_MEMORIES, Principal, authenticate
+from tm_guide.server.errors import register_error_body
+from tm_guide.server.machine_translation import (
     TextsToTranslate,
     model_pair,
     require_text_list,
     translate_texts,
 )
-from server.translation import align_after_write, analyse_memory
-from server.validation import json_name, request_arguments, string_arg
-from tm_guide import languages
-from tm_guide.errors import Conflict, Forbidden, InvalidInput, NotFound, PayloadTooLarge
-from tm_guide.records import SegmentRecord
+from tm_guide.server.translation import align_after_write, analyse_memory
+from tm_guide.server.validation import json_name, request_arguments, string_arg
 
 PREFIX = "/modernmt"
 blueprint = Blueprint("modernmt", __name__, url_prefix=PREFIX)
@@ -396,7 +396,7 @@ def _written(memory: Any, records: list[SegmentRecord], kind: str) -> Response:
         store.import_records(memory, records, source_name=kind)
         if records:
             analyse_memory(svc, store.get_memory(memory.id))
-    svc.metrics.segments_added.inc(len(records), kind="api" if kind == "api" else "import")
+    svc.metrics.segments_added.labels(kind="api" if kind == "api" else "import").inc(len(records))
     return _ok(_job(store.get_memory(memory.id), len(records)))
 
 

@@ -13,7 +13,7 @@ blueprint = Blueprint("docs", __name__, url_prefix="/v1")
 
 
 def spec_text() -> str:
-    return resources.files("server").joinpath("openapi.yaml").read_text(encoding="utf-8")
+    return resources.files("tm_guide.server").joinpath("openapi.yaml").read_text(encoding="utf-8")
 
 
 @functools.cache

@@ -11,17 +11,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from server.api.common import iso
-from server.services import Services
-from server.translation import (
+from tm_guide import languages
+from tm_guide.errors import Unprocessable
+from tm_guide.matching import match_percentage
+from tm_guide.server.api.common import iso
+from tm_guide.server.services import Services
+from tm_guide.server.translation import (
     MTOptions,
     collect_pieces,
     translate_options,
     translations_json,
 )
-from tm_guide import languages
-from tm_guide.errors import Unprocessable
-from tm_guide.matching import match_percentage
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ def suggest(
             options.mt, options.m, list(penalties), services.config.compute, translator.bundle.card
         )
         # Pieces are collected here, in the request's thread, so that a segment added just before
-        # is seen; only the decoding is shared with concurrent requests (server/batching.py).
+        # is seen; only the decoding is shared with concurrent requests (see batching.py).
         pieces = collect_pieces(translator, sources, mt_options)
         hits = [p.matches if p is not None else [] for p in pieces]
         decoded = services.decoder().translate(sources, mt_options, pieces)
@@ -95,7 +95,7 @@ def suggest(
         queries, hits, translations, stage_ms, strict=True
     ):
         for stage, ms in timings.items():
-            services.metrics.stages.observe(ms / 1000, stage=stage)
+            services.metrics.stages.labels(stage=stage).observe(ms / 1000)
         scored = _scored(query, found, penalties)
         if translation is not None:
             verbatim = _verbatim(scored) if options.exact_match_target else None
@@ -109,7 +109,7 @@ def suggest(
             }
         )
     total = time.perf_counter() - started
-    services.metrics.stages.observe(total, stage="request")
+    services.metrics.stages.labels(stage="request").observe(total)
     return {
         "results": results_json,
         "model": model,
@@ -211,7 +211,7 @@ def _check_one_language_pair(memories: Sequence[Any]) -> None:
 
 
 def _check_model_pair(translator: Any, memories: Sequence[Any]) -> dict[str, Any]:
-    from server.translation import model_info
+    from tm_guide.server.translation import model_info
 
     info = model_info(translator)
     for memory in memories:

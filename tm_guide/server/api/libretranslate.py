@@ -21,19 +21,19 @@ from typing import Any
 
 from flask import Blueprint, Flask, Response, jsonify
 
-from server.api.common import services
-from server.auth import authenticate
-from server.errors import register_error_body
-from server.machine_translation import (
+from tm_guide import languages
+from tm_guide.errors import InvalidInput
+from tm_guide.server.api.common import services
+from tm_guide.server.auth import authenticate
+from tm_guide.server.errors import register_error_body
+from tm_guide.server.machine_translation import (
     TextsToTranslate,
     model_pair,
     require_text_list,
     translate_texts,
 )
-from server.markup import translate_marked_up
-from server.validation import request_arguments, string_arg
-from tm_guide import languages
-from tm_guide.errors import InvalidInput
+from tm_guide.server.markup import translate_marked_up
+from tm_guide.server.validation import request_arguments, string_arg
 
 PREFIX = "/libretranslate"
 blueprint = Blueprint("libretranslate", __name__, url_prefix=PREFIX)

@@ -9,11 +9,11 @@ from urllib.parse import quote
 
 from flask import Blueprint, Response, jsonify, request, stream_with_context, url_for
 
-from server.api.common import services
-from server.auth import current_principal, require
-from server.jobs import CountingReader, JobProgress
-from server.services import Services
 from tm_guide.errors import Forbidden, InvalidInput
+from tm_guide.server.api.common import services
+from tm_guide.server.auth import current_principal, require
+from tm_guide.server.jobs import CountingReader, JobProgress
+from tm_guide.server.services import Services
 
 blueprint = Blueprint("jobs", __name__, url_prefix="/v1")
 
@@ -80,8 +80,8 @@ def _save_upload(path: os.PathLike[str]) -> int:
 def _import_file(
     svc: Services, memory_name: str, upload: Any, size: int, progress: JobProgress, fmt: str
 ) -> dict[str, Any]:
-    from server.translation import analyse_memory
     from tm_guide.formats import read_tmx, read_xliff
+    from tm_guide.server.translation import analyse_memory
 
     read = {"tmx": read_tmx, "xliff": read_xliff}[fmt]
     store = svc.store()
@@ -94,7 +94,7 @@ def _import_file(
     progress.phase("aligning")
     aligned = analyse_memory(svc, memory)
     written = report.added + report.updated
-    svc.metrics.segments_added.inc(written, kind="import")
+    svc.metrics.segments_added.labels(kind="import").inc(written)
     memory = store.get_memory(memory_name)
     return {
         "added": report.added,
@@ -126,7 +126,7 @@ def show_job(job_id: str) -> Response:
 def export(name: str) -> Response:
     """TMX of the whole memory, streamed segment by segment."""
     require(name, "read")
-    from server.export import tmx_chunks
+    from tm_guide.server.export import tmx_chunks
 
     store = services().store()
     memory = store.get_memory(name)
