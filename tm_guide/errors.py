@@ -73,8 +73,3 @@ class ModelError(TMGuideError):
 
     status = 500
     code = "model_error"
-
-
-class IndexStale(TMGuideError):
-    status = 503
-    code = "index_stale"

@@ -74,12 +74,6 @@ class PieceReward:
     def __bool__(self) -> bool:
         return bool(self.ngrams)
 
-    @property
-    def unigram_ids(self) -> np.ndarray:
-        """L_X as vocabulary ids."""
-        entry = self._by_context.get(())
-        return entry[0] if entry is not None else np.zeros(0, dtype=np.int64)
-
     def step_bonus(
         self, histories: Sequence[Sequence[int]]
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -178,15 +172,3 @@ class PieceReward:
             if not repeats:
                 used = self.produced(used, ids[: t + 1])
         return total
-
-    def matched_ngrams(self, ids: Sequence[int]) -> list[tuple[int, tuple[int, ...]]]:
-        """(start position, n-gram) of every collected n-gram that occurs in `ids`."""
-        found = []
-        for start in range(len(ids)):
-            for n in range(1, self.max_n + 1):
-                gram = tuple(ids[start : start + n])
-                if len(gram) < n:
-                    break
-                if gram in self.ngrams:
-                    found.append((start, gram))
-        return found

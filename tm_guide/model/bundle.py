@@ -150,18 +150,6 @@ class Bundle:
         limit = self.positions.target
         return requested if limit is None else min(requested, limit)
 
-    def require_languages(self, source_lang: str, target_lang: str) -> None:
-        """Refuse a translation memory whose language pair is not the model's (en-US matches en)."""
-        if not (
-            same_language(source_lang, self.card.source_lang)
-            and same_language(target_lang, self.card.target_lang)
-        ):
-            raise ModelError(
-                f"{self.path / CARD_FILE}: the model translates "
-                f"{self.card.source_lang}->{self.card.target_lang}, "
-                f"not {source_lang}->{target_lang}"
-            )
-
     @cached_property
     def tokenizer_id(self) -> str:
         """Stable id of the two SentencePiece models; stored alignments are only valid for it."""
@@ -183,11 +171,6 @@ def resolve_device(device: str) -> str:
     if device == "auto":
         return "cuda" if ctranslate2.get_cuda_device_count() > 0 else "cpu"
     return device
-
-
-def same_language(a: str, b: str) -> bool:
-    """Compare primary language subtags: en, en-US and en_GB are all English."""
-    return a.replace("_", "-").split("-")[0].lower() == b.replace("_", "-").split("-")[0].lower()
 
 
 def verify_files(bundle_dir: Path, card: ModelCard) -> None:

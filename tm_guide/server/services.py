@@ -92,10 +92,6 @@ class Services:
                     )
         return self._deferred
 
-    @property
-    def model_loaded(self) -> bool:
-        return self._translator is not None
-
     def translator(self) -> Any:
         """The guided translator (bundle + piece builder + engine), built once per worker."""
         if self._translator is None:
