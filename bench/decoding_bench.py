@@ -127,13 +127,13 @@ def piece_rewards(bundle: Bundle, targets: Sequence[Sequence[str]]) -> list[Piec
 
 
 def on_kernel(
-    fused_engine: Any, path: str, run: Callable[[list[int]], list[tuple[int, ...]]]
+    compiled: Any, path: str, run: Callable[[list[int]], list[tuple[int, ...]]]
 ) -> Callable[[list[int]], list[tuple[int, ...]]]:
     """`run` on one kernel path of the fused engine (fused:avx2 and the like: the paths give the
     same bits, so only the time differs)."""
 
     def on(ids: list[int]) -> list[tuple[int, ...]]:
-        fused_engine.set_kernel(path)
+        compiled.set_kernel(path)
         return run(ids)
 
     return on
@@ -220,14 +220,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         engines["torch-int8"] = via(TorchStepDecoder(bundle.path, quantize=True))
     fused_paths = [e for e in wanted if e == "fused" or e.startswith("fused:")]
     if fused_paths:
-        from tm_guide.decoding import fused_engine
+        from tm_guide.decoding import compiled, fused_engine
 
         fused = fused_engine.FusedDecoder(bundle.path)
-        best_path = fused_engine.kernel()
+        best_path = compiled.kernel()
         for name in fused_paths:
             path = name.partition(":")[2] or best_path
             engines[name if name != "fused" else f"fused ({path})"] = on_kernel(
-                fused_engine, path, via(fused)
+                compiled, path, via(fused)
             )
     if "rerank" in wanted:
 
@@ -319,9 +319,9 @@ def thread_scaling(
     """One batch of every sentence on 1, 2 and all cores: the fused engine's threads (on
     `kernel`, else the CPU's fastest path) against CTranslate2's intra_threads (native,
     unguided), best of --repeat, runs alternating."""
-    from tm_guide.decoding import fused_engine
+    from tm_guide.decoding import compiled, fused_engine
 
-    fused_engine.set_kernel(kernel or fused_engine.kernels()[0])
+    compiled.set_kernel(kernel or compiled.kernels()[0])
     counts = sorted({1, 2, os.cpu_count() or 1})
     runs: dict[str, Callable[[], object]] = {}
     for n in counts:
@@ -341,7 +341,7 @@ def thread_scaling(
     same = all(outputs[f"fused {n}"] == outputs["fused 1"] for n in counts)
     print()
     print(
-        f"one batch of {len(inputs)} on N threads ({fused_engine.kernel()} kernels); "
+        f"one batch of {len(inputs)} on N threads ({compiled.kernel()} kernels); "
         f"fused outputs identical across thread counts: {same}"
     )
     print(

@@ -47,12 +47,12 @@ def test_migrations_ship_as_a_package_of_the_wheel() -> None:
 def test_the_compiled_engine_is_built_where_a_compiler_is() -> None:
     """The extension's build is optional (an install without a compiler still works), so a
     failed build on a machine that has one would otherwise go unnoticed."""
-    from tm_guide.decoding import fused_engine
+    from tm_guide.decoding import compiled
 
     compiler = (sysconfig.get_config_var("CXX") or "c++").split()[0]
     if shutil.which(compiler) is None:
         pytest.skip(f"no C++ compiler ({compiler}) on this machine")
-    assert fused_engine.available(), "pip install did not build tm_guide.decoding._fused"
+    assert compiled.available(), "pip install did not build tm_guide.decoding._fused"
 
 
 def test_the_compiled_engine_builds_without_tuning_for_the_building_cpu(tmp_path: Path) -> None:

@@ -7,12 +7,12 @@ import logging
 
 import pytest
 
-from tm_guide.decoding import fused_engine
+from tm_guide.decoding import compiled
 from tm_guide.decoding.engines import choose_engine, stored_precision
 from tm_guide.decoding.translator import GuidedTranslator, TranslateOptions
 from tm_guide.errors import ModelError
 
-needs_fused = pytest.mark.skipif(not fused_engine.available(), reason="fused engine not built")
+needs_fused = pytest.mark.skipif(not compiled.available(), reason="fused engine not built")
 
 
 def test_stored_precision_names_what_the_engines_compute_in():
@@ -24,7 +24,7 @@ def test_stored_precision_names_what_the_engines_compute_in():
 def test_an_int8_model_runs_on_the_fused_engine_on_the_cpus_fastest_kernel(peaked_int8_bundle):
     choice = choose_engine(peaked_int8_bundle.path, "int8", "cpu")
     assert (choice.engine, choice.precision, choice.device) == ("fused", "int8", "cpu")
-    assert choice.kernel == fused_engine.kernels()[0] and choice.passed_over == ()
+    assert choice.kernel == compiled.kernels()[0] and choice.passed_over == ()
     assert choice.kernel in choice.describe()
     assert choice.to_dict()["engine"] == "fused"
 
@@ -33,11 +33,11 @@ def test_an_int8_model_runs_on_the_fused_engine_on_the_cpus_fastest_kernel(peake
 def test_the_portable_loops_are_never_chosen(peaked_int8_bundle):
     """Measured 14x native CTranslate2 per sentence, slower than torch and ct2: on a CPU with no
     vector path "auto" passes over the fused engine (it still runs when named)."""
-    fused_engine.set_kernel("portable")
+    compiled.set_kernel("portable")
     try:
         choice = choose_engine(peaked_int8_bundle.path, "int8", "cpu")
     finally:
-        fused_engine.set_kernel(fused_engine.kernels()[0])
+        compiled.set_kernel(compiled.kernels()[0])
     assert choice.engine in ("torch", "ct2")
     assert "vector kernel paths" in dict(choice.passed_over)["fused"]
 
@@ -45,7 +45,7 @@ def test_the_portable_loops_are_never_chosen(peaked_int8_bundle):
 def test_a_float_model_is_not_given_to_the_int8_engine(peaked_bundle):
     choice = choose_engine(peaked_bundle.path, "float32", "cpu")
     assert choice.engine in ("torch", "ct2") and choice.precision == "float32"
-    if fused_engine.available():
+    if compiled.available():
         assert "would not be exact" in dict(choice.passed_over)["fused"]
 
 
@@ -56,7 +56,7 @@ def test_a_t5_model_goes_to_ct2_with_the_feature_named(tiny_t5_bundle, caplog):
     assert choice.engine == "ct2"
     refused = dict(choice.passed_over)
     assert "relative_attention_bias" in refused.get("torch", "relative_attention_bias")
-    if fused_engine.available():
+    if compiled.available():
         assert "relative_attention_bias" in refused["fused"]
     translator = GuidedTranslator(tiny_t5_bundle)
     with caplog.at_level(logging.INFO, logger="tm_guide.decoding.translator"):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tm_guide.config import BUNDLED_MODEL
-from tm_guide.decoding import fused_engine
+from tm_guide.decoding import compiled, fused_engine
 from tm_guide.decoding.ct2_engine import CT2StepDecoder
 from tm_guide.decoding.search import SearchOptions, _finalize, beam_search, python_beam_search
 from tm_guide.errors import ModelError
@@ -15,7 +15,7 @@ from tm_guide.model import Bundle
 from .helpers import TARGETS, int8_gaps, model_inputs, rewards_for
 
 pytestmark = pytest.mark.skipif(
-    not fused_engine.available(), reason="the fused engine was not built (no C++ compiler)"
+    not compiled.available(), reason="the fused engine was not built (no C++ compiler)"
 )
 
 MAX_LENGTH = 16
@@ -62,7 +62,7 @@ def test_compiled_search_equals_search_py_on_the_same_log_probs(peaked_bundle, s
     decoder = CT2StepDecoder(bundle.translator, bundle.vocabularies.target)
     caps = [MAX_LENGTH - (i % 3) * 4 for i in range(len(inputs))]
     expected = python_beam_search(decoder, inputs, options, rewards, max_lengths=caps)
-    closed = fused_engine.compiled_search(decoder, inputs, options, rewards, caps)
+    closed = compiled.compiled_search(decoder, inputs, options, rewards, caps)
     found = [_finalize(sentence, options) for sentence in closed]
     assert found == expected
     if options.lam:
@@ -201,8 +201,8 @@ def test_every_kernel_path_gives_the_portable_loops_results(request, bundle_name
     reductions and exp polynomial, so that a sentence gets the same translation, to the bit, on
     any CPU. (Any difference would show: through the int8 rounding of the next layer's
     activations, a last-bit difference can move a log-probability by hundredths.)"""
-    paths = fused_engine.kernels()
-    assert paths[-1] == "portable" and fused_engine.kernel() == paths[0]
+    paths = compiled.kernels()
+    assert paths[-1] == "portable" and compiled.kernel() == paths[0]
     if len(paths) == 1:
         pytest.skip("this CPU runs only the portable loops")
     bundle = request.getfixturevalue(bundle_name)
@@ -218,12 +218,12 @@ def test_every_kernel_path_gives_the_portable_loops_results(request, bundle_name
     scores, searches = {}, {}
     try:
         for path in paths:
-            fused_engine.set_kernel(path)
-            assert fused_engine.kernel() == path
+            compiled.set_kernel(path)
+            assert compiled.kernel() == path
             scores[path] = [decoder.score(source, target) for source, target in pairs]
             searches[path] = beam_search(decoder, inputs, options, rewards)
     finally:
-        fused_engine.set_kernel(paths[0])
+        compiled.set_kernel(paths[0])
     for path in paths[:-1]:
         for fast, portable in zip(scores[path], scores["portable"], strict=True):
             np.testing.assert_array_equal(fast, portable, err_msg=path)
@@ -249,8 +249,8 @@ def test_the_thread_count_does_not_change_a_bit(request, bundle_name, sentences)
 
 def test_a_kernel_path_the_cpu_lacks_is_refused():
     with pytest.raises(ModelError, match="does not run on this CPU"):
-        fused_engine.set_kernel("sse9")
-    assert fused_engine.kernel() == fused_engine.kernels()[0]
+        compiled.set_kernel("sse9")
+    assert compiled.kernel() == compiled.kernels()[0]
 
 
 def test_fused_engine_refuses_sequences_longer_than_its_position_encodings(fused_int8):

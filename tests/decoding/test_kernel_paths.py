@@ -39,10 +39,10 @@ def test_the_native_kernel_paths_give_the_portable_bits(tmp_path):
     extra = ["-march=native"] if platform.machine() in ("x86_64", "AMD64") else []
     report = build_and_run("g++", extra, [], tmp_path / "kernels_check")
     assert report.strip().splitlines()[-1].startswith("best: ")
-    from tm_guide.decoding import fused_engine
+    from tm_guide.decoding import compiled
 
-    if fused_engine.available():  # the check and the built engine see the same CPU
-        for path in fused_engine.kernels()[:-1]:
+    if compiled.available():  # the check and the built engine see the same CPU
+        for path in compiled.kernels()[:-1]:
             assert f"{path}: 400 cases, the portable loops' bits" in report
 
 

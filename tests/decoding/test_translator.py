@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tm_guide.decoding import fused_engine
+from tm_guide.decoding import compiled
 from tm_guide.decoding.translator import GuidedTranslator, TranslateOptions
 from tm_guide.errors import InvalidInput
 from tm_guide.pieces.align import AlignOptions, MemoryAligner
@@ -41,7 +41,7 @@ def _options(memory, **kw):  # type: ignore[no-untyped-def]
 def _skip_unless_built(engine: str) -> None:
     if engine == "torch":
         pytest.importorskip("torch")
-    if engine == "fused" and not fused_engine.available():
+    if engine == "fused" and not compiled.available():
         pytest.skip("the fused engine was not built (no C++ compiler)")
 
 
@@ -88,7 +88,7 @@ def test_auto_engine_runs_a_float_model_in_its_own_precision(store_and_memory, t
     options = _options(memory, engine="auto", lam=5.0)
     choice = translator.engine_choice("cpu")
     assert choice.precision == "float32" and choice.engine in ("torch", "ct2")
-    if fused_engine.available():
+    if compiled.available():
         assert "would not be exact" in dict(choice.passed_over)["fused"]
     assert translator.engine_name(options) == choice.engine
     [result] = translator.translate(["Save the document."], options)

@@ -78,9 +78,9 @@ def choose_engine(model_dir: Path | str, quantization: str, device: str = "cpu")
     if device == "cpu":
         fused_why = _fused_refusal(unsupported, precision)
         if fused_why is None:
-            from tm_guide.decoding import fused_engine
+            from tm_guide.decoding import compiled
 
-            kernel = fused_engine.kernel()
+            kernel = compiled.kernel()
             return EngineChoice(
                 "fused",
                 "cpu",
@@ -124,15 +124,15 @@ def _unsupported(model_dir: Path) -> str | None:
 
 
 def _fused_refusal(unsupported: str | None, precision: str) -> str | None:
-    from tm_guide.decoding import fused_engine
+    from tm_guide.decoding import compiled
 
-    if not fused_engine.available():
+    if not compiled.available():
         return "not built (no C++ compiler at install time)"
     if unsupported is not None:
         return unsupported
     if precision != "int8":
         return f"computes in int8; the model is stored as {precision}, so it would not be exact"
-    if fused_engine.kernel() == "portable":
+    if compiled.kernel() == "portable":
         return "this CPU has none of its vector kernel paths (AVX-512 VNNI, AVX2, NEON)"
     return None
 

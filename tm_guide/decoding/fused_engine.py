@@ -12,7 +12,7 @@ products and float reductions run on the fastest kernel path the CPU has (AVX-51
 NEON, else portable loops), and every path gives the same bits.
 
 The extension is built at install time when a C++ compiler is there (setup.py); without it,
-``available()`` is False and the translator's "auto" engine falls back to torch or ct2.
+``compiled.available()`` is False and the translator's "auto" engine falls back to torch or ct2.
 """
 
 from __future__ import annotations
@@ -23,9 +23,18 @@ from typing import Any
 
 import numpy as np
 
+from tm_guide.decoding.compiled import (
+    MAX_PIECE_LENGTH,
+    closed_hypotheses,
+    require_extension,
+    reward_tables,
+    search_config,
+    supports,
+)
+from tm_guide.decoding.hypotheses import Closed
 from tm_guide.decoding.model_file import CT2ModelFile, read_model_file
 from tm_guide.decoding.rewards import PieceReward
-from tm_guide.decoding.search import SearchOptions, StepDecoder, _Closed
+from tm_guide.decoding.search import SearchOptions
 from tm_guide.decoding.transformer_spec import (
     SourceIds,
     check_supported,
@@ -39,53 +48,6 @@ from tm_guide.decoding.transformer_spec import (
 from tm_guide.decoding.vocabulary import TargetVocabulary
 from tm_guide.errors import ModelError
 
-try:
-    from tm_guide.decoding import _fused  # type: ignore[attr-defined]
-except ImportError:  # built without a compiler
-    _fused = None
-
-
-def available() -> bool:
-    """Whether the compiled extension was built for this installation."""
-    return _fused is not None
-
-
-# The longest piece the compiled search takes (PieceReward's default, the paper's, is 4).
-MAX_PIECE_LENGTH = 8
-
-
-def supports(rewards: Sequence[PieceReward | None]) -> bool:
-    """Whether the compiled search takes these reward tables (pieces of at most 8 tokens)."""
-    return all(table is None or table.max_n <= MAX_PIECE_LENGTH for table in rewards)
-
-
-def kernel() -> str:
-    """The kernel path that runs: "avx512-vnni", "avx2", "neon" or "portable"."""
-    return str(_require().kernel())
-
-
-def kernels() -> list[str]:
-    """The kernel paths this CPU runs, fastest first (the first is the one that runs)."""
-    return [str(name) for name in _require().kernels()]
-
-
-def set_kernel(name: str) -> None:
-    """Run another kernel path of this CPU, for every model in the process (tests and benchmarks
-    compare the paths; they give the same bits, at different speeds)."""
-    try:
-        _require().set_kernel(name)
-    except ValueError as exc:
-        raise ModelError(str(exc)) from exc
-
-
-def _require() -> Any:
-    if _fused is None:
-        raise ModelError(
-            "the fused engine was not built (no C++ compiler at install time); "
-            "reinstall with a compiler, or use engine 'torch' or 'ct2'"
-        )
-    return _fused
-
 
 class FusedDecoder(TargetVocabulary):
     """The bundle's model in the compiled engine; `run_search` does the whole guided search."""
@@ -93,7 +55,7 @@ class FusedDecoder(TargetVocabulary):
     def __init__(self, model_dir: Path | str, threads: int = 1) -> None:
         """`threads`: how many threads one batch is decoded on (its products and attention rows
         are shared out; the result does not depend on the count)."""
-        fused = _require()
+        fused = require_extension()
         if threads < 1:
             raise ModelError(f"the fused engine needs at least one thread, not {threads}")
         self.threads = threads
@@ -116,7 +78,7 @@ class FusedDecoder(TargetVocabulary):
         options: SearchOptions,
         rewards: Sequence[PieceReward | None],
         caps: Sequence[int],
-    ) -> list[list[_Closed]]:
+    ) -> list[list[Closed]]:
         """search.beam_search's closed hypotheses per sentence (it validates and finalizes)."""
         ids = [self.sources.source_ids(tokens) for tokens in sources]
         if not supports(rewards):
@@ -128,7 +90,7 @@ class FusedDecoder(TargetVocabulary):
             )
         except ValueError as exc:  # the C++ checks of source and output length
             raise ModelError(str(exc)) from exc
-        return _closed(closed)
+        return closed_hypotheses(closed)
 
     def score(self, source: Sequence[str], target_ids: Sequence[int]) -> np.ndarray:
         """Log-probabilities of `target_ids` then </s>, teacher-forced (CTranslate2's
@@ -139,72 +101,6 @@ class FusedDecoder(TargetVocabulary):
             ),
             dtype=np.float32,
         )
-
-
-def search_config(decoder: StepDecoder | FusedDecoder, options: SearchOptions) -> Any:
-    config = _require().SearchConfig()
-    config.beam = options.beam_size
-    config.max_closed = int(round(options.beam_size * options.patience))
-    config.early_exit = options.length_penalty == 0
-    config.num_hypotheses = options.num_hypotheses
-    config.min_length = options.min_length
-    # search.py weighs the rewards by lambda as a float32
-    config.lam = float(np.float32(options.lam))
-    config.reward_repeats = options.reward_repeats
-    config.vocab = decoder.vocab_size
-    config.start_id = decoder.start_id
-    config.end_id = decoder.end_id
-    config.threads = getattr(decoder, "threads", 1)
-    return config
-
-
-def reward_tables(rewards: Sequence[PieceReward | None], vocab_size: int) -> list[Any]:
-    fused = _require()
-    return [
-        fused.RewardTable([(list(g), s) for g, s in table.ngrams.items()], table.max_n, vocab_size)
-        if table
-        else None
-        for table in rewards
-    ]
-
-
-# per sentence: (raw score, token ids, log-prob, reward, length) of each closed hypothesis
-_RawClosed = list[list[tuple[float, tuple[int, ...], float, float, int]]]
-
-
-def _closed(raw: _RawClosed) -> list[list[_Closed]]:
-    return [
-        [
-            _Closed(raw_score=s, token_ids=tokens, log_prob=lp, reward=r, length=n)
-            for s, tokens, lp, r, n in sentence
-        ]
-        for sentence in raw
-    ]
-
-
-def compiled_search(
-    decoder: StepDecoder,
-    sources: Sequence[Sequence[str]],
-    options: SearchOptions,
-    rewards: Sequence[PieceReward | None],
-    caps: Sequence[int],
-) -> list[list[_Closed]]:
-    """The compiled search over another engine's steps (the tests hold it to search.py's)."""
-    state = decoder.start(sources)
-
-    def step(parents: Any, sentences: Any, last_ids: Any, mask_end: bool) -> np.ndarray:
-        return np.ascontiguousarray(
-            decoder.step(state, parents, sentences, last_ids, mask_end), dtype=np.float32
-        )
-
-    closed = _require().search_with_steps(
-        step,
-        len(sources),
-        [int(c) for c in caps],
-        search_config(decoder, options),
-        reward_tables(rewards, decoder.vocab_size),
-    )
-    return _closed(closed)
 
 
 def _model_arrays(model: CT2ModelFile) -> tuple[dict[str, Any], dict[str, np.ndarray]]:

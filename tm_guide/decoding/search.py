@@ -27,6 +27,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from tm_guide.decoding import compiled
+from tm_guide.decoding.hypotheses import Closed
 from tm_guide.decoding.rewards import PieceReward
 from tm_guide.errors import InvalidInput
 
@@ -82,7 +84,7 @@ class WholeSearchDecoder(Protocol):
         options: SearchOptions,
         rewards: Sequence[PieceReward | None],
         caps: Sequence[int],
-    ) -> list[list[_Closed]]: ...
+    ) -> list[list[Closed]]: ...
 
 
 @dataclass(frozen=True)
@@ -134,15 +136,6 @@ class Hypothesis:
     model_score: float  # log_prob / length ** length_penalty, as translate_batch reports it
 
 
-@dataclass
-class _Closed:
-    raw_score: float
-    token_ids: tuple[int, ...]
-    log_prob: float
-    reward: float
-    length: int
-
-
 def log_softmax(logits: np.ndarray, mask_id: int | None = None) -> np.ndarray:
     """Row-wise log-softmax in float32 (the engines' precision), `mask_id` masked first."""
     logits = np.array(logits, dtype=np.float32)
@@ -166,7 +159,7 @@ def beam_search(
     sentence gets options.max_length, as translate_batch's max_decoding_length.
 
     An engine that runs the whole search (the fused engine) does so; over any other step decoder
-    the compiled search (tm_guide.decoding.fused_engine) runs where it was built, with the rules
+    the compiled search (tm_guide.decoding.compiled) runs where it was built, with the rules
     of python_beam_search below bit for bit (the tests hold it to them) and none of Python's
     per-step bookkeeping; else python_beam_search itself."""
     caps = _checked_caps(decoder, sources, options, rewards, max_lengths)
@@ -176,10 +169,8 @@ def beam_search(
     if isinstance(decoder, WholeSearchDecoder):
         found = decoder.run_search(sources, options, tables, caps.tolist())
         return [_finalize(sentence, options) for sentence in found]
-    from tm_guide.decoding import fused_engine
-
-    if fused_engine.available() and fused_engine.supports(tables):
-        found = fused_engine.compiled_search(decoder, sources, options, tables, caps.tolist())
+    if compiled.available() and compiled.supports(tables):
+        found = compiled.compiled_search(decoder, sources, options, tables, caps.tolist())
         return [_finalize(sentence, options) for sentence in found]
     return _search(decoder, sources, options, rewards, caps)
 
@@ -242,7 +233,7 @@ def _search(
     # per row, the pieces of 2+ tokens it produced (only tracked when they count once)
     track_used = use_reward and not options.reward_repeats
     used: list[frozenset[tuple[int, ...]]] = [frozenset()] * batch_size
-    closed: list[list[_Closed]] = [[] for _ in range(batch_size)]
+    closed: list[list[Closed]] = [[] for _ in range(batch_size)]
     top_closed = np.zeros(batch_size, dtype=bool)
     results: list[list[Hypothesis]] = [[] for _ in range(batch_size)]
 
@@ -287,7 +278,7 @@ def _search(
                     origin = int(origins[k])
                     tokens = sequences[origin] if token == end_id else sequences[origin] + [token]
                     closed[sentence].append(
-                        _Closed(
+                        Closed(
                             raw_score=float(scores[k]),
                             token_ids=tuple(tokens),
                             log_prob=float(cum_logp[origin] + log_probs[origin, token]),
@@ -495,7 +486,7 @@ def _step_reward(
     return _SparseReward(keys, (sums * float(lam)).astype(np.float32), vocab_size)
 
 
-def _finalize(closed: list[_Closed], options: SearchOptions) -> list[Hypothesis]:
+def _finalize(closed: list[Closed], options: SearchOptions) -> list[Hypothesis]:
     hypotheses = []
     for item in closed:
         norm = float(np.float32(item.length) ** np.float32(options.length_penalty))

@@ -17,8 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from tm_guide.errors import InvalidInput, ModelError
-from tm_guide.model.bundle import Bundle
-from tm_guide.model.card import CARD_FILE, sha256_file
+from tm_guide.model.card import CARD_FILE, ModelCard, sha256_file, verify_files
 
 ARCHIVE_FORMATS = ("tar.gz", "zip")
 CHECKSUM_SUFFIX = ".sha256"
@@ -50,15 +49,18 @@ def archive_format(path: Path) -> str:
 
 
 def export_bundle(options: ExportOptions) -> ExportResult:
-    """Write the bundle as one archive plus `<archive>.sha256`; the bundle is verified first."""
+    """Write the bundle as one archive plus `<archive>.sha256`; its files are checked against
+    the card's checksums first (a damaged bundle is not shipped)."""
     fmt = archive_format(options.output)
-    bundle = Bundle.load(options.bundle_dir)  # refuse to ship a damaged bundle
+    bundle_dir = Path(options.bundle_dir)
+    card = ModelCard.read(bundle_dir)
+    verify_files(bundle_dir, card)
     output = options.output
     if output.exists() and not options.force:
         raise InvalidInput(f"{output}: already exists (use --force to replace it)", field="output")
     output.parent.mkdir(parents=True, exist_ok=True)
-    top = bundle.path.name
-    names = [CARD_FILE, *sorted(bundle.card.files)]
+    top = bundle_dir.resolve().name
+    names = [CARD_FILE, *sorted(card.files)]
     # Written beside the target and renamed at the end (no half archive under the real name);
     # not mkstemp, whose 0600 mode would make the archive unreadable to others.
     tmp = output.with_name(f".{output.name}.{os.getpid()}.partial")
@@ -66,11 +68,11 @@ def export_bundle(options: ExportOptions) -> ExportResult:
         if fmt == "tar.gz":
             with tarfile.open(tmp, "w:gz") as tar:
                 for name in names:
-                    tar.add(bundle.path / name, arcname=f"{top}/{name}", recursive=False)
+                    tar.add(bundle_dir / name, arcname=f"{top}/{name}", recursive=False)
         else:
             with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
                 for name in names:
-                    zf.write(bundle.path / name, arcname=f"{top}/{name}")
+                    zf.write(bundle_dir / name, arcname=f"{top}/{name}")
         digest = sha256_file(tmp)
         tmp.replace(output)
     finally:

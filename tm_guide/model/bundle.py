@@ -20,13 +20,17 @@ import ctranslate2
 import sentencepiece as spm
 
 from tm_guide.errors import ModelError
-from tm_guide.model.card import CARD_FILE, ModelCard, sha256_file
+from tm_guide.model.card import (
+    CARD_FILE,
+    SOURCE_SPM,
+    TARGET_SPM,
+    ModelCard,
+    sha256_file,
+    verify_files,
+)
 from tm_guide.model.positions import NO_LIMITS, PositionLimits, read_position_limits
 
-SOURCE_SPM = "source.spm"
-TARGET_SPM = "target.spm"
 DEFAULT_EOS = "</s>"
-REQUIRED_FILES = ("model.bin", "config.json", SOURCE_SPM, TARGET_SPM)
 _VOCAB_STEMS = ("shared_vocabulary", "source_vocabulary", "target_vocabulary")
 _DEVICES = ("cpu", "cuda", "auto")
 
@@ -171,26 +175,6 @@ def resolve_device(device: str) -> str:
     if device == "auto":
         return "cuda" if ctranslate2.get_cuda_device_count() > 0 else "cpu"
     return device
-
-
-def verify_files(bundle_dir: Path, card: ModelCard) -> None:
-    """Every required file exists and every file listed in the card has its recorded sha256."""
-    for name in REQUIRED_FILES:
-        if not (bundle_dir / name).is_file():
-            raise ModelError(f"{bundle_dir / name}: missing from the model bundle")
-    for name in REQUIRED_FILES:
-        if name not in card.files:
-            raise ModelError(f"{bundle_dir / CARD_FILE}: no checksum recorded for {name}")
-    for name, expected in sorted(card.files.items()):
-        file_path = bundle_dir / name
-        if not file_path.is_file():
-            raise ModelError(f"{file_path}: missing from the model bundle (listed in {CARD_FILE})")
-        actual = sha256_file(file_path)
-        if actual != expected.lower():
-            raise ModelError(
-                f"{file_path}: checksum mismatch (sha256 {actual}, {CARD_FILE} says {expected}); "
-                "the file is corrupted or was replaced"
-            )
 
 
 def read_vocabularies(bundle_dir: Path) -> Vocabularies:

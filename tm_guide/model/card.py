@@ -17,6 +17,11 @@ _HASH_CHUNK = 1 << 20
 _LANGUAGE_TAG = re.compile(r"^[A-Za-z]{2,3}([-_][A-Za-z0-9]{2,8})*$")
 
 
+SOURCE_SPM = "source.spm"
+TARGET_SPM = "target.spm"
+REQUIRED_FILES = ("model.bin", "config.json", SOURCE_SPM, TARGET_SPM)
+
+
 @dataclass(frozen=True)
 class Metrics:
     """Scores of the unguided model on a held-out test set (None when not measured)."""
@@ -166,3 +171,23 @@ def checksum_files(bundle_dir: Path) -> dict[str, str]:
         for path in sorted(bundle_dir.rglob("*"))
         if path.is_file() and path.name != CARD_FILE
     }
+
+
+def verify_files(bundle_dir: Path, card: ModelCard) -> None:
+    """Every required file exists and every file listed in the card has its recorded sha256."""
+    for name in REQUIRED_FILES:
+        if not (bundle_dir / name).is_file():
+            raise ModelError(f"{bundle_dir / name}: missing from the model bundle")
+    for name in REQUIRED_FILES:
+        if name not in card.files:
+            raise ModelError(f"{bundle_dir / CARD_FILE}: no checksum recorded for {name}")
+    for name, expected in sorted(card.files.items()):
+        file_path = bundle_dir / name
+        if not file_path.is_file():
+            raise ModelError(f"{file_path}: missing from the model bundle (listed in {CARD_FILE})")
+        actual = sha256_file(file_path)
+        if actual != expected.lower():
+            raise ModelError(
+                f"{file_path}: checksum mismatch (sha256 {actual}, {CARD_FILE} says {expected}); "
+                "the file is corrupted or was replaced"
+            )

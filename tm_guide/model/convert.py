@@ -19,15 +19,15 @@ from typing import Any, ClassVar
 import ctranslate2
 
 from tm_guide.errors import InvalidInput, ModelError
-from tm_guide.model.bundle import (
+from tm_guide.model.bundle import check_pieces_in_vocabulary, load_spm, read_vocabularies
+from tm_guide.model.card import (
     SOURCE_SPM,
     TARGET_SPM,
-    check_pieces_in_vocabulary,
-    load_spm,
-    read_vocabularies,
+    ModelCard,
+    checksum_files,
+    is_language_tag,
     verify_files,
 )
-from tm_guide.model.card import ModelCard, checksum_files, is_language_tag
 
 QUANTIZATIONS = ("int8", "int8_float32", "float16", "float32")
 # Architectures whose original tokenizer appends </s> to the source although CTranslate2's

@@ -14,8 +14,8 @@ from typing import Any
 from tm_guide import languages
 from tm_guide.errors import Unprocessable
 from tm_guide.matching import match_percentage
-from tm_guide.server.api.common import iso
 from tm_guide.server.services import Services
+from tm_guide.server.shapes import match_json
 from tm_guide.server.translation import (
     MTOptions,
     collect_pieces,
@@ -181,22 +181,7 @@ def _matches(
         segment = hit.segment
         if match < options.min_match:
             continue
-        matches.append(
-            {
-                "match": match,
-                "source": segment.source,
-                "target": segment.target,
-                "memory": names.get(segment.memory_id),
-                "segment_id": segment.id,
-                "tuid": segment.tuid,
-                "context": segment.context,
-                "created_at": iso(segment.created_at),
-                "created_by": segment.created_by,
-                "changed_at": iso(segment.changed_at),
-                "changed_by": segment.changed_by,
-                "usage_count": segment.usage_count,
-            }
-        )
+        matches.append(match_json(segment, match, names.get(segment.memory_id)))
     matches.sort(key=lambda m: (-m["match"], m["segment_id"]))
     return matches[: options.max_matches]
 

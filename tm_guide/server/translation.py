@@ -54,9 +54,9 @@ def engine_status(translator: Any, compute: Any) -> dict[str, Any]:
         return dict(translator.engine_choice("cpu").to_dict())
     precision = stored_precision(translator.bundle.card.quantization)
     if compute.engine == "fused":
-        from tm_guide.decoding import fused_engine
+        from tm_guide.decoding import compiled
 
-        kernel: str | None = fused_engine.kernel()
+        kernel: str | None = compiled.kernel()
         precision = "int8"
     else:
         kernel = None

@@ -7,8 +7,9 @@ import re
 from flask import Blueprint, Response, jsonify
 
 from tm_guide.errors import InvalidInput
-from tm_guide.server.api.common import memory_json, services
+from tm_guide.server.api.common import services
 from tm_guide.server.auth import ALL_MEMORIES, current_principal, require
+from tm_guide.server.shapes import memory_json
 from tm_guide.server.validation import get_field, json_body
 
 blueprint = Blueprint("memories", __name__, url_prefix="/v1")

@@ -8,8 +8,9 @@ from flask import Blueprint, Response, jsonify, request
 
 from tm_guide.errors import InvalidInput, NotFound
 from tm_guide.records import NOT_XML, SegmentRecord
-from tm_guide.server.api.common import memory_json, segment_json, services
+from tm_guide.server.api.common import services
 from tm_guide.server.auth import require
+from tm_guide.server.shapes import memory_json, segment_json
 from tm_guide.server.validation import get_field, int_arg, json_body, text_field
 
 blueprint = Blueprint("segments", __name__, url_prefix="/v1/memories/<name>")

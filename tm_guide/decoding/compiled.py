@@ -1,0 +1,146 @@
+"""The compiled beam search (tm_guide/decoding/csrc) and what it needs from Python.
+
+search.beam_search runs it over any engine's steps where the extension was built; the fused
+engine (fused_engine.py) runs it around its own compiled model. Both give search.py's result rule
+for rule, which the tests hold. This module imports nothing of the search's at run time, so the
+search can dispatch here without a cycle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+from tm_guide.decoding.hypotheses import Closed
+from tm_guide.decoding.rewards import PieceReward
+from tm_guide.errors import ModelError
+
+if TYPE_CHECKING:
+    from tm_guide.decoding.search import SearchOptions, StepDecoder
+
+
+class SearchVocabulary(Protocol):
+    """What the compiled search needs of a model besides its scores."""
+
+    @property
+    def vocab_size(self) -> int: ...
+    @property
+    def start_id(self) -> int: ...
+    @property
+    def end_id(self) -> int: ...
+
+
+try:
+    from tm_guide.decoding import _fused  # type: ignore[attr-defined]
+except ImportError:  # built without a compiler
+    _fused = None
+
+
+def available() -> bool:
+    """Whether the compiled extension was built for this installation."""
+    return _fused is not None
+
+
+# The longest piece the compiled search takes (PieceReward's default, the paper's, is 4).
+MAX_PIECE_LENGTH = 8
+
+
+def supports(rewards: Sequence[PieceReward | None]) -> bool:
+    """Whether the compiled search takes these reward tables (pieces of at most 8 tokens)."""
+    return all(table is None or table.max_n <= MAX_PIECE_LENGTH for table in rewards)
+
+
+def kernel() -> str:
+    """The kernel path that runs: "avx512-vnni", "avx2", "neon" or "portable"."""
+    return str(require_extension().kernel())
+
+
+def kernels() -> list[str]:
+    """The kernel paths this CPU runs, fastest first (the first is the one that runs)."""
+    return [str(name) for name in require_extension().kernels()]
+
+
+def set_kernel(name: str) -> None:
+    """Run another kernel path of this CPU, for every model in the process (tests and benchmarks
+    compare the paths; they give the same bits, at different speeds)."""
+    try:
+        require_extension().set_kernel(name)
+    except ValueError as exc:
+        raise ModelError(str(exc)) from exc
+
+
+def require_extension() -> Any:
+    if _fused is None:
+        raise ModelError(
+            "the fused engine was not built (no C++ compiler at install time); "
+            "reinstall with a compiler, or use engine 'torch' or 'ct2'"
+        )
+    return _fused
+
+
+def search_config(decoder: SearchVocabulary, options: SearchOptions) -> Any:
+    config = require_extension().SearchConfig()
+    config.beam = options.beam_size
+    config.max_closed = int(round(options.beam_size * options.patience))
+    config.early_exit = options.length_penalty == 0
+    config.num_hypotheses = options.num_hypotheses
+    config.min_length = options.min_length
+    # search.py weighs the rewards by lambda as a float32
+    config.lam = float(np.float32(options.lam))
+    config.reward_repeats = options.reward_repeats
+    config.vocab = decoder.vocab_size
+    config.start_id = decoder.start_id
+    config.end_id = decoder.end_id
+    config.threads = getattr(decoder, "threads", 1)
+    return config
+
+
+def reward_tables(rewards: Sequence[PieceReward | None], vocab_size: int) -> list[Any]:
+    fused = require_extension()
+    return [
+        fused.RewardTable([(list(g), s) for g, s in table.ngrams.items()], table.max_n, vocab_size)
+        if table
+        else None
+        for table in rewards
+    ]
+
+
+# per sentence: (raw score, token ids, log-prob, reward, length) of each closed hypothesis
+_RawClosed = list[list[tuple[float, tuple[int, ...], float, float, int]]]
+
+
+def closed_hypotheses(raw: _RawClosed) -> list[list[Closed]]:
+    return [
+        [
+            Closed(raw_score=s, token_ids=tokens, log_prob=lp, reward=r, length=n)
+            for s, tokens, lp, r, n in sentence
+        ]
+        for sentence in raw
+    ]
+
+
+def compiled_search(
+    decoder: StepDecoder,
+    sources: Sequence[Sequence[str]],
+    options: SearchOptions,
+    rewards: Sequence[PieceReward | None],
+    caps: Sequence[int],
+) -> list[list[Closed]]:
+    """The compiled search over another engine's steps (the tests hold it to search.py's)."""
+    state = decoder.start(sources)
+
+    def step(parents: Any, sentences: Any, last_ids: Any, mask_end: bool) -> np.ndarray:
+        return np.ascontiguousarray(
+            decoder.step(state, parents, sentences, last_ids, mask_end), dtype=np.float32
+        )
+
+    closed = require_extension().search_with_steps(
+        step,
+        len(sources),
+        [int(c) for c in caps],
+        search_config(decoder, options),
+        reward_tables(rewards, decoder.vocab_size),
+    )
+    return closed_hypotheses(closed)
