@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from transformers import MarianConfig, MarianMTModel
 
 from tm_guide.errors import ModelError
+from tm_guide.formats.parallel import read_tsv
 from tm_guide.model.bundle import read_vocabularies
 from tm_guide.model.card import ModelCard
 from tm_guide.train.batches import Example, encode_pairs, iterate, make_batches
@@ -30,16 +31,13 @@ from tm_guide.train.warm_start import load_bundle_weights
 log = logging.getLogger("tm_guide.train")
 
 
-def read_tsv(path: Path) -> list[tuple[str, str]]:
-    pairs = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            fields = line.rstrip("\n").split("\t")
-            if len(fields) != 2:
-                raise ValueError(
-                    f"{path}:{number}: expected 2 tab-separated fields, got {len(fields)}"
-                )
-            pairs.append((fields[0], fields[1]))
+def read_pairs(path: Path, options: TrainOptions) -> list[tuple[str, str]]:
+    """(source, target) pairs of a TSV file, by the one TSV rule of tm_guide.formats (two or
+    three columns, an optional header; blank lines and pairs with an empty side skipped)."""
+    reader = read_tsv(path, options.source_lang, options.target_lang)
+    pairs = [(record.source, record.target) for record in reader]
+    if reader.stats.skipped:
+        log.info("%s: skipped %s", path, dict(reader.stats.skipped))
     return pairs
 
 
@@ -193,9 +191,9 @@ def run(options: TrainOptions) -> dict:
     )
     started = time.monotonic()
 
-    train_pairs = read_tsv(options.train_tsv)
-    dev_pairs = read_tsv(options.dev_tsv)
-    test_pairs = read_tsv(options.test_tsv)
+    train_pairs = read_pairs(options.train_tsv, options)
+    dev_pairs = read_pairs(options.dev_tsv, options)
+    test_pairs = read_pairs(options.test_tsv, options)
     log.info(
         "data: %d train, %d dev, %d test pairs", len(train_pairs), len(dev_pairs), len(test_pairs)
     )
