@@ -36,9 +36,15 @@ sys.path.insert(0, str(ROOT))
 
 from decoding_bench import best_time  # noqa: E402  (this script's folder is on sys.path)
 
-from tm_guide.decoding.translator import GuidedTranslator, TranslateOptions  # noqa: E402
+from tm_guide.decoding.search import SearchOptions  # noqa: E402
+from tm_guide.decoding.translator import (  # noqa: E402
+    EngineOptions,
+    GuidedTranslator,
+    TranslateOptions,
+)
 from tm_guide.evaluation.runner import open_tm  # noqa: E402
 from tm_guide.model import Bundle  # noqa: E402
+from tm_guide.pieces import PieceOptions  # noqa: E402
 
 DEFAULT_BUNDLE = ROOT / "tm_guide" / "models" / "demo-en-de"
 DEFAULT_SENTENCES = ROOT / "bench" / "corpus" / "data" / "en-de" / "test.tsv"
@@ -92,7 +98,7 @@ def measure(
         out.guided_single += spent
         for stage in STAGES:
             out.stages_single[stage] += results[0].timings.get(stage, 0.0)
-    size = guided.batch_size
+    size = guided.engine.batch_size
     for k in range(0, len(sentences), size):
         batch = sentences[k : k + size]
         spent, results = best_time(lambda x=batch: translator.translate(x, native), repeat)
@@ -137,7 +143,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--pieces-once",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="reward a piece of 2+ tokens once per hypothesis (TranslateOptions.reward_repeats "
+        help="reward a piece of 2+ tokens once per hypothesis (SearchOptions.reward_repeats "
         "False) instead of every time it is produced (eq. 10); default: as the card's lambda "
         "was tuned",
     )
@@ -172,20 +178,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     with open_tm(tm, args.db, bundle) as (store, memory):
         translator = GuidedTranslator(bundle, store)
         base = TranslateOptions(
-            engine=args.engine,
-            beam_size=args.beam,
-            lam=lam,
-            reward_repeats=reward_repeats,
-            m=args.m,
-            batch_size=args.batch,
-            max_length_ratio=args.max_length_ratio,
+            search=SearchOptions(beam_size=args.beam, lam=lam, reward_repeats=reward_repeats),
+            pieces=PieceOptions(m=args.m),
+            engine=EngineOptions(engine=args.engine, batch_size=args.batch, threads=args.threads),
             memory_ids=(memory.id,),
-            threads=args.threads,
+            max_length_ratio=args.max_length_ratio,
         )
         translator.translate(sentences[: args.batch], base)  # load the engine, warm caches
         engine = translator.engine_name(base)
         for similarity in similarities:
-            options = replace(base, min_similarity=similarity)
+            options = replace(base, pieces=replace(base.pieces, min_similarity=similarity))
             rows.append((similarity, measure(translator, sentences, options, args.repeat)))
 
     n = len(sentences)

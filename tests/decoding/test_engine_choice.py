@@ -9,7 +9,8 @@ import pytest
 
 from tm_guide.decoding import compiled
 from tm_guide.decoding.engines import choose_engine, stored_precision
-from tm_guide.decoding.translator import GuidedTranslator, TranslateOptions
+from tm_guide.decoding.search import SearchOptions
+from tm_guide.decoding.translator import EngineOptions, GuidedTranslator, TranslateOptions
 from tm_guide.errors import ModelError
 
 needs_fused = pytest.mark.skipif(not compiled.available(), reason="fused engine not built")
@@ -60,7 +61,9 @@ def test_a_t5_model_goes_to_ct2_with_the_feature_named(tiny_t5_bundle, caplog):
         assert "relative_attention_bias" in refused["fused"]
     translator = GuidedTranslator(tiny_t5_bundle)
     with caplog.at_level(logging.INFO, logger="tm_guide.decoding.translator"):
-        [result] = translator.translate(["Save the document."], TranslateOptions(lam=1.0))
+        [result] = translator.translate(
+            ["Save the document."], TranslateOptions(search=SearchOptions(lam=1.0))
+        )
     assert translator.engine_name(TranslateOptions()) == "ct2" and result.tokens
     logged = "\n".join(r.getMessage() for r in caplog.records)
     assert "guided decoding engine: ct2" in logged and "relative_attention_bias" in logged
@@ -70,7 +73,9 @@ def test_a_t5_model_goes_to_ct2_with_the_feature_named(tiny_t5_bundle, caplog):
 def test_the_choice_is_made_and_logged_once_per_device(peaked_int8_bundle, caplog):
     translator = GuidedTranslator(peaked_int8_bundle)
     with caplog.at_level(logging.INFO, logger="tm_guide.decoding.translator"):
-        names = [translator.engine_name(TranslateOptions(lam=0)) for _ in range(3)]
+        names = [
+            translator.engine_name(TranslateOptions(search=SearchOptions(lam=0))) for _ in range(3)
+        ]
     assert names == ["fused"] * 3
     assert [r.getMessage() for r in caplog.records].count(
         f"guided decoding engine: {translator.engine_choice().describe()}"
@@ -86,7 +91,7 @@ def test_an_engine_refusal_is_kept(tiny_t5_bundle, tmp_path):
     copy = tmp_path / "t5"
     shutil.copytree(tiny_t5_bundle.path, copy)
     translator = GuidedTranslator(type(tiny_t5_bundle).load(copy, device="cpu", intra_threads=1))
-    options = TranslateOptions(engine="fused")
+    options = TranslateOptions(engine=EngineOptions(engine="fused"))
     with pytest.raises(ModelError, match="relative_attention_bias") as first:
         translator.step_decoder("fused", options)
     (copy / "model.bin").unlink()

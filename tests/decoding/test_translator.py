@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from tm_guide.decoding import compiled
-from tm_guide.decoding.translator import GuidedTranslator, TranslateOptions
+from tm_guide.decoding.search import SearchOptions
+from tm_guide.decoding.translator import EngineOptions, GuidedTranslator, TranslateOptions
 from tm_guide.errors import InvalidInput
 from tm_guide.pieces.align import AlignOptions, MemoryAligner
 from tm_guide.records import SegmentRecord
@@ -34,8 +35,13 @@ def store_and_memory(tmp_path_factory, tiny_bundle):  # type: ignore[no-untyped-
     store.close()
 
 
-def _options(memory, **kw):  # type: ignore[no-untyped-def]
-    return TranslateOptions(memory_ids=(memory.id,), max_length=20, beam_size=4, **kw)
+def _options(memory, engine: str, lam: float, return_unguided: bool = False):  # type: ignore[no-untyped-def]
+    return TranslateOptions(
+        search=SearchOptions(max_length=20, beam_size=4, lam=lam),
+        engine=EngineOptions(engine=engine),
+        memory_ids=(memory.id,),
+        return_unguided=return_unguided,
+    )
 
 
 def _skip_unless_built(engine: str) -> None:
@@ -106,10 +112,10 @@ def test_rerank_engine_returns_a_translation(store_and_memory, tiny_bundle):  # 
 
 def test_bad_options_are_refused_with_the_field_named():
     with pytest.raises(InvalidInput) as error:
-        TranslateOptions(engine="fast")
+        EngineOptions(engine="fast")
     assert error.value.field == "engine"
     with pytest.raises(InvalidInput) as error:
-        TranslateOptions(beam_size=0)
+        TranslateOptions(search=SearchOptions(beam_size=0))
     assert error.value.field == "beam_size"
 
 
@@ -121,11 +127,9 @@ def test_max_length_ratio_caps_output_at_the_source_length(store_and_memory, tin
     sentence = "Save the document."
     lam = 0.0 if engine == "native" else 5.0
     options = TranslateOptions(
+        search=SearchOptions(lam=lam, beam_size=2, max_length=200),
+        engine=EngineOptions(engine="ct2" if engine == "native" else engine),
         memory_ids=(memory.id,),
-        engine="ct2" if engine == "native" else engine,
-        lam=lam,
-        beam_size=2,
-        max_length=200,
         max_length_ratio=0.5,
         max_length_margin=1,
     )

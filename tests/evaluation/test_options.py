@@ -42,5 +42,4 @@ def test_rewarding_pieces_once_reaches_the_decoder_and_the_signature() -> None:
     once = options(reward_repeats=False)
     assert once.to_dict()["reward_repeats"] is False
     runner = Runner(once, translator=None, memory_id=1)
-    assert runner.base.reward_repeats is False
-    assert runner.base.search_options().reward_repeats is False
+    assert runner.base.search.reward_repeats is False

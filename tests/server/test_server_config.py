@@ -40,7 +40,7 @@ def test_decoding_engine_comes_from_the_environment(monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("TM_GUIDE_COMPUTE_THREADS", "1")
     compute = ServerConfig.from_env(Settings()).compute
     options = translate_options(MTOptions(lam=1.5), 10, [3], compute)
-    assert (options.engine, options.threads, options.lam) == ("rerank", 1, 1.5)
+    assert (options.engine.engine, options.engine.threads, options.search.lam) == ("rerank", 1, 1.5)
     assert options.memory_ids == (3,)
 
 
@@ -50,12 +50,14 @@ def test_default_lambda_comes_from_the_environment_else_the_model_card(
     tuned = ModelCard(name="m", source_lang="en", target_lang="de", guided_lambda=3.0)
     untuned = ModelCard(name="m", source_lang="en", target_lang="de")
     compute = ServerConfig.from_env(Settings()).compute
-    assert translate_options(MTOptions(), 10, [1], compute, untuned).lam == 1.0
-    assert translate_options(MTOptions(), 10, [1], compute, tuned).lam == 3.0
+    assert translate_options(MTOptions(), 10, [1], compute, untuned).search.lam == 1.0
+    assert translate_options(MTOptions(), 10, [1], compute, tuned).search.lam == 3.0
     monkeypatch.setenv("TM_GUIDE_LAMBDA", "2")
     compute = ServerConfig.from_env(Settings()).compute
-    assert translate_options(MTOptions(), 10, [1], compute, tuned).lam == 2.0
-    assert translate_options(MTOptions(lam=0.0), 10, [1], compute, tuned).lam == 0.0  # request
+    assert translate_options(MTOptions(), 10, [1], compute, tuned).search.lam == 2.0
+    assert (
+        translate_options(MTOptions(lam=0.0), 10, [1], compute, tuned).search.lam == 0.0
+    )  # request
 
 
 def test_piece_reward_rule_comes_from_the_request_else_the_model_card() -> None:
@@ -64,11 +66,11 @@ def test_piece_reward_rule_comes_from_the_request_else_the_model_card() -> None:
     )
     untuned = ModelCard(name="m", source_lang="en", target_lang="de")
     compute = ServerConfig.from_env(Settings()).compute
-    assert translate_options(MTOptions(), 10, [1], compute, untuned).reward_repeats is True
+    assert translate_options(MTOptions(), 10, [1], compute, untuned).search.reward_repeats is True
     chosen = translate_options(MTOptions(), 10, [1], compute, once)
-    assert (chosen.reward_repeats, chosen.lam) == (False, 6.0)
+    assert (chosen.search.reward_repeats, chosen.search.lam) == (False, 6.0)
     asked = translate_options(MTOptions(reward_repeats=True), 10, [1], compute, once)
-    assert asked.reward_repeats is True  # the request's own choice
+    assert asked.search.reward_repeats is True  # the request's own choice
 
 
 @pytest.mark.parametrize(

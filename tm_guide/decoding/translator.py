@@ -28,79 +28,89 @@ from tm_guide.decoding.search import (
     beam_search,
 )
 from tm_guide.errors import InvalidInput, ModelError
+from tm_guide.pieces.builder import PieceOptions
 
-__all__ = ["ENGINES", "GuidedResult", "GuidedTranslator", "MatchedPiece", "TranslateOptions"]
+__all__ = [
+    "ENGINES",
+    "EngineOptions",
+    "GuidedResult",
+    "GuidedTranslator",
+    "MatchedPiece",
+    "TranslateOptions",
+]
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class TranslateOptions:
-    """One guided translation request.
+class EngineOptions:
+    """Which engine decodes and on what; with an exact engine none of this changes the output.
 
     engine: "fused" (fast exact, compiled, CPU), "torch" (fast exact, needs the [torch] extra;
         CPU or CUDA), "ct2" (exact, slow, no extra), "rerank" (approximate: native n-best
         reranked), "auto" (the fastest exact engine for the model here: see
-        tm_guide.decoding.engines).
-    lam: reward weight lambda of eq. 10 (0 = unguided). reward_repeats: eq. 10 rewards a piece
-    each time it is produced; False rewards a piece of two or more tokens once per hypothesis,
-    which stops outputs that loop on pieces (see tm_guide.decoding.rewards). m, min_similarity,
-    binary_reward: piece collection (see tm_guide.pieces.PieceOptions). memory_ids: memories to
-    draw pieces from.
+        tm_guide.decoding.engines). batch_size: sentences per engine call. threads: threads one
+    batch decodes on (torch intra-op threads, the fused engine's products and attention rows);
+    0 = torch's own setting, one thread for the fused engine. quantize: the torch engine's int8
+    linear layers on CPU (None = when the bundle is int8). rerank_width: n-best size for
+    engine="rerank" (0 = beam_size).
     """
 
     engine: str = "auto"
     device: str = "cpu"
-    beam_size: int = 5
-    lam: float = 1.0
-    reward_repeats: bool = True
-    m: int = 10
-    min_similarity: float = 0.0
-    binary_reward: bool = False
-    max_length: int = 256
-    # Cap the output at max_length_ratio * source length + max_length_margin (0 = no cap): a
-    # weak model's runaway outputs otherwise decode all max_length steps. The guided search
-    # caps each sentence by its own source; native search (rerank's n-best too) by the
-    # longest source of its batch, as CTranslate2's max_decoding_length is one per batch.
-    max_length_ratio: float = 0.0
-    max_length_margin: int = 10
-    min_length: int = 1
-    length_penalty: float = 1.0
     batch_size: int = 32
-    return_unguided: bool = False
-    memory_ids: tuple[int, ...] = ()
-    rerank_width: int = 0  # n-best size for engine="rerank"; 0 = beam_size
-    # threads one batch decodes on (torch intra-op threads, the fused engine's products and
-    # attention rows); 0 = torch's own setting, one thread for the fused engine
     threads: int = 0
-    # torch engine on CPU: int8 linear layers (fbgemm); None = when the bundle is int8
     quantize: bool | None = None
+    rerank_width: int = 0
 
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:
             raise InvalidInput(
                 f"engine must be one of {', '.join(ENGINES)}, not {self.engine!r}", field="engine"
             )
-        for name in ("beam_size", "batch_size", "max_length"):
-            if getattr(self, name) < 1:
+        if self.batch_size < 1:
+            raise InvalidInput("batch_size must be at least 1", field="batch_size")
+        if self.rerank_width < 0 or self.threads < 0:
+            raise InvalidInput("rerank_width and threads must be >= 0", field="rerank_width")
+
+
+@dataclass(frozen=True)
+class TranslateOptions:
+    """One guided translation request, composed of what each stage takes.
+
+    search: the beam search and eq. 10 (lambda, beam size, lengths; tm_guide.decoding.search).
+    pieces: piece collection (M, minimum similarity, binary reward; tm_guide.pieces); its max_n
+        is the translator's (the model's), not the request's. memory_ids: memories to draw
+        pieces from. engine: which engine decodes (EngineOptions).
+    max_length_ratio, max_length_margin: cap each output at ratio * source length + margin
+        (ratio 0 = no cap): a weak model's runaway outputs otherwise decode all max_length steps.
+        The guided search caps each sentence by its own source; native search (rerank's n-best
+        too) by the longest source of its batch, as CTranslate2's max_decoding_length is one per
+        batch. return_unguided: also decode each guided sentence without pieces.
+    """
+
+    search: SearchOptions = field(default_factory=SearchOptions)
+    pieces: PieceOptions = field(default_factory=PieceOptions)
+    engine: EngineOptions = field(default_factory=EngineOptions)
+    memory_ids: tuple[int, ...] = ()
+    max_length_ratio: float = 0.0
+    max_length_margin: int = 10
+    return_unguided: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("beam_size", "max_length"):
+            if getattr(self.search, name) < 1:
                 raise InvalidInput(f"{name} must be at least 1", field=name)
-        if self.lam < 0:
+        if self.search.lam < 0:
             raise InvalidInput("lam must be >= 0", field="lam")
         if self.max_length_ratio < 0 or self.max_length_margin < 0:
             raise InvalidInput(
                 "max_length_ratio and max_length_margin must be >= 0", field="max_length_ratio"
             )
-        if self.rerank_width < 0 or self.threads < 0:
-            raise InvalidInput("rerank_width and threads must be >= 0", field="rerank_width")
 
-    def search_options(self) -> SearchOptions:
-        return SearchOptions(
-            beam_size=self.beam_size,
-            length_penalty=self.length_penalty,
-            min_length=self.min_length,
-            max_length=self.max_length,
-            lam=self.lam,
-            reward_repeats=self.reward_repeats,
-        )
+    def decoding(self) -> TranslateOptions:
+        """These options without what only the piece collection reads: requests whose
+        decoding() is equal can share one engine call (the server's micro-batching)."""
+        return replace(self, pieces=PieceOptions(), memory_ids=())
 
 
 @dataclass
@@ -148,15 +158,10 @@ class GuidedTranslator:
         """TranslationPieces for one sentence, or None when there is no store/memory to ask."""
         if self.store is None or not options.memory_ids or not source_tokens:
             return None
-        from tm_guide.pieces import PieceBuilder, PieceOptions
+        from tm_guide.pieces import PieceBuilder
 
         base = self.piece_options or PieceOptions()
-        piece_options = PieceOptions(
-            m=options.m,
-            min_similarity=options.min_similarity,
-            binary_reward=options.binary_reward,
-            max_n=base.max_n,
-        )
+        piece_options = replace(options.pieces, max_n=base.max_n)
         with self._lock:
             if self._builder is None:
                 self._builder = PieceBuilder(self.store, self.bundle, base)
@@ -166,9 +171,9 @@ class GuidedTranslator:
     def engine_name(self, options: TranslateOptions) -> str:
         """The engine `options` lead to: the one named, or for "auto" the engine registry's
         choice for this model and device (made once, logged once)."""
-        if options.engine != "auto":
-            return options.engine
-        return self.engine_choice(options.device).engine
+        if options.engine.engine != "auto":
+            return options.engine.engine
+        return self.engine_choice(options.engine.device).engine
 
     def engine_choice(self, device: str = "cpu") -> EngineChoice:
         """What "auto" runs on `device`, and why (tm_guide.decoding.engines)."""
@@ -184,12 +189,12 @@ class GuidedTranslator:
     def step_decoder(
         self, engine: str, options: TranslateOptions
     ) -> StepDecoder | WholeSearchDecoder:
-        device = options.device
+        device = options.engine.device
         if engine == "torch" and device == "auto":
             import torch
 
             device = "cuda" if torch.cuda.is_available() else "cpu"
-        quantize = options.quantize
+        quantize = options.engine.quantize
         if quantize is None:
             quantize = device == "cpu" and self.bundle.card.quantization.startswith("int8")
         key = (engine, device, bool(quantize))
@@ -215,14 +220,14 @@ class GuidedTranslator:
 
             if device != "cpu":
                 raise ModelError(f"the fused engine runs on the CPU, not {device!r}")
-            return FusedDecoder(self.bundle.path, threads=options.threads or 1)
+            return FusedDecoder(self.bundle.path, threads=options.engine.threads or 1)
         if engine == "torch":
             from tm_guide.decoding.torch_engine import TorchStepDecoder
 
             return TorchStepDecoder(
                 self.bundle.path,
                 device=device,
-                num_threads=options.threads or None,
+                num_threads=options.engine.threads or None,
                 quantize=quantize,
             )
         raise ModelError(f"engine {engine!r} has no step decoder")
@@ -254,7 +259,7 @@ class GuidedTranslator:
             retrieval = found.timings.get("retrieval", 0.0) if found is not None else 0.0
             timings.append({"retrieval": retrieval, "pieces": max(spent - retrieval, 0.0)})
             reward = None
-            if found and options.lam > 0:
+            if found and options.search.lam > 0:
                 reward = PieceReward.from_tokens(found.ngrams, self.token_to_id)
             rewards.append(reward or None)
 
@@ -262,10 +267,10 @@ class GuidedTranslator:
         guided_set = set(guided_ids)
         native_ids = [i for i in range(len(sentences)) if i not in guided_set and sources[i]]
         hypotheses: dict[int, Hypothesis] = {}
-        search = options.search_options()
+        search = options.search
         # The model's position table bounds the output; CTranslate2 fails the batch past it.
         search = replace(search, max_length=self.bundle.decoding_length(search.max_length))
-        for batch in _batches(guided_ids, sources, options.batch_size):
+        for batch in _batches(guided_ids, sources, options.engine.batch_size):
             started = clock()
             inputs = [self.bundle.source_input(sources[i]) for i in batch]
             batch_rewards = [rewards[i] for i in batch]
@@ -277,7 +282,7 @@ class GuidedTranslator:
                     replace(search, max_length=max(caps)),
                     batch_rewards,
                     self.token_to_id,
-                    width=options.rerank_width or None,
+                    width=options.engine.rerank_width or None,
                 )
             else:
                 found = beam_search(
@@ -293,7 +298,7 @@ class GuidedTranslator:
                 timings[i]["decoding"] = share
         unguided: dict[int, Hypothesis] = {}
         wanted_unguided = native_ids + (guided_ids if options.return_unguided else [])
-        for batch in _batches(sorted(wanted_unguided), sources, options.batch_size):
+        for batch in _batches(sorted(wanted_unguided), sources, options.engine.batch_size):
             started = clock()
             inputs = [self.bundle.source_input(sources[i]) for i in batch]
             native = self.native_search(inputs, _capped(search, options, inputs))

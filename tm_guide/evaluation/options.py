@@ -23,7 +23,7 @@ class EvalOptions:
     model       the model bundle directory
     lambdas     candidate piece weights, tuned on dev (paper: 0.5, 1, 1.5, 2)
     reward_repeats  True: eq. 10, a piece is rewarded every time it is produced; False: a piece of
-                two or more tokens once per hypothesis (TranslateOptions.reward_repeats)
+                two or more tokens once per hypothesis (SearchOptions.reward_repeats)
     m           retrieval size of the main run (paper section 4.5: 10 is a good setting)
     m_values    retrieval sizes of the Figure 4-6 sweep
     engines     decoding engines to time for Table 8; the first one produces the quality numbers

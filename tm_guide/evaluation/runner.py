@@ -22,6 +22,7 @@ from tm_guide.evaluation.baseline import Candidate, best_match_target
 from tm_guide.evaluation.options import EvalOptions, display_path
 from tm_guide.evaluation.signature import model_checksum
 from tm_guide.evaluation.testset import TestSet, read_tsv
+from tm_guide.pieces import PieceOptions
 
 EVAL_MEMORY = "eval-tm"
 
@@ -85,24 +86,28 @@ class Runner:
     """Holds the translator and the base decoding options for one evaluation."""
 
     def __init__(self, options: EvalOptions, translator: Any, memory_id: int) -> None:
-        from tm_guide.decoding.translator import TranslateOptions
+        from tm_guide.decoding.search import SearchOptions
+        from tm_guide.decoding.translator import EngineOptions, TranslateOptions
 
         self.options = options
         self.translator = translator
         self.base = TranslateOptions(
-            engine=options.engines[0],
-            device=options.device,
-            beam_size=options.beam_size,
-            batch_size=options.batch_size,
-            max_length_ratio=options.max_length_ratio,
-            reward_repeats=options.reward_repeats,
-            m=options.m,
+            search=SearchOptions(
+                beam_size=options.beam_size, reward_repeats=options.reward_repeats
+            ),
+            pieces=PieceOptions(m=options.m),
+            engine=EngineOptions(
+                engine=options.engines[0],
+                device=options.device,
+                batch_size=options.batch_size,
+                threads=options.threads,
+            ),
             memory_ids=(memory_id,),
-            threads=options.threads,
+            max_length_ratio=options.max_length_ratio,
         )
 
     def collect(self, data: TestSet, m: int, binary: bool = False) -> CollectedPieces:
-        options = replace(self.base, m=m, binary_reward=binary)
+        options = replace(self.base, pieces=PieceOptions(m=m, binary_reward=binary))
         clock = time.perf_counter
         found, retrieval, total = [], 0.0, 0.0
         label = f"{data.name}: pieces M={m}" + (" (1/0)" if binary else "")
@@ -125,7 +130,11 @@ class Runner:
         desc: str = "",
     ) -> tuple[list[str], float]:
         """Translations and mean decoding seconds per sentence (lam 0: native beam search)."""
-        options = replace(self.base, lam=lam, engine=engine or self.base.engine)
+        options = replace(
+            self.base,
+            search=replace(self.base.search, lam=lam),
+            engine=replace(self.base.engine, engine=engine or self.base.engine.engine),
+        )
         outputs: list[str] = []
         seconds = 0.0
         step = self.options.batch_size

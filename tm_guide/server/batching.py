@@ -21,7 +21,6 @@ longest sentence of the call, as for the segments of one multi-segment request.
 from __future__ import annotations
 
 import collections
-import dataclasses
 import logging
 import threading
 import time
@@ -31,10 +30,6 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-# Fields of TranslateOptions that act only on piece collection, which is done per request before
-# decoding: requests that differ only in these can share a beam search.
-PIECE_ONLY_FIELDS = ("m", "min_similarity", "binary_reward", "memory_ids")
-
 TranslateFn = Callable[[Sequence[str], Any, Sequence[Any]], list[Any]]
 
 
@@ -42,7 +37,7 @@ TranslateFn = Callable[[Sequence[str], Any, Sequence[Any]], list[Any]]
 class _Job:
     sentences: list[str]
     pieces: list[Any]
-    options: Any  # TranslateOptions, with the piece-only fields reset (the grouping key)
+    options: Any  # TranslateOptions.decoding(): what the engine call reads (the grouping key)
     enqueued: float
     done: threading.Event = field(default_factory=threading.Event)
     results: list[Any] | None = None
@@ -58,14 +53,6 @@ class Decoded:
     results: list[Any]
     queued_s: float
     batch_sentences: int
-
-
-def decoding_key(options: Any) -> Any:
-    """The options with the piece-only fields reset: equal keys can share an engine call."""
-    defaults = {
-        f.name: f.default for f in dataclasses.fields(options) if f.name in PIECE_ONLY_FIELDS
-    }
-    return dataclasses.replace(options, **defaults)
 
 
 class DecodeBatcher:
@@ -90,7 +77,7 @@ class DecodeBatcher:
 
     def translate(self, sentences: Sequence[str], options: Any, pieces: Sequence[Any]) -> Decoded:
         """Decode one request's sentences (with its pieces) and wait for its own results."""
-        job = _Job(list(sentences), list(pieces), decoding_key(options), time.perf_counter())
+        job = _Job(list(sentences), list(pieces), options.decoding(), time.perf_counter())
         with self._cond:
             if self._closed:
                 raise RuntimeError("the decoder is shut down")

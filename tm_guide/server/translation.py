@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -36,13 +36,12 @@ MAX_LENGTH_RATIO = 2.0
 def load_translator(config: Any, bundle: Any, store: Any, aligner: Any) -> Any:
     """A GuidedTranslator, warmed up with one sentence so that its engine and piece builder
     exist before concurrent requests arrive (they are created lazily and without a lock)."""
-    from tm_guide.decoding.translator import GuidedTranslator, TranslateOptions
+    from tm_guide.decoding.translator import EngineOptions, GuidedTranslator, TranslateOptions
 
     translator = GuidedTranslator(bundle, store)
     compute = config.compute
-    translator.translate(
-        ["warm up"], TranslateOptions(engine=compute.engine, threads=compute.resolved_threads)
-    )
+    engine = EngineOptions(engine=compute.engine, threads=compute.resolved_threads)
+    translator.translate(["warm up"], TranslateOptions(engine=engine))
     return translator
 
 
@@ -78,30 +77,34 @@ def translate_options(
     else the server's setting, else the one tuned for the model (`card.guided_lambda`), else the
     library default. Whether pieces are rewarded at every occurrence is the request's, else the
     way that lambda was tuned (`card.guided_reward_repeats`), else eq. 10."""
-    from tm_guide.decoding.translator import TranslateOptions
+    from tm_guide.decoding.search import SearchOptions
+    from tm_guide.decoding.translator import EngineOptions, TranslateOptions
+    from tm_guide.pieces import PieceOptions
 
-    chosen: dict[str, Any] = {
-        "engine": options.engine or compute.engine,
-        "threads": compute.resolved_threads,
-        "m": m,
-        "binary_reward": options.binary_reward,
-        "return_unguided": options.unguided,
-        "memory_ids": tuple(memory_ids),
-        "max_length_ratio": MAX_LENGTH_RATIO,
-    }
+    search = SearchOptions()
     for lam in (options.lam, compute.default_lambda, getattr(card, "guided_lambda", None)):
         if lam is not None:
-            chosen["lam"] = lam
+            search = replace(search, lam=lam)
             break
     for repeats in (options.reward_repeats, getattr(card, "guided_reward_repeats", None)):
         if repeats is not None:
-            chosen["reward_repeats"] = repeats
+            search = replace(search, reward_repeats=repeats)
             break
     if options.beam_size is not None:
-        chosen["beam_size"] = options.beam_size
+        search = replace(search, beam_size=options.beam_size)
+    pieces = PieceOptions(m=m, binary_reward=options.binary_reward)
     if options.min_similarity is not None:
-        chosen["min_similarity"] = options.min_similarity
-    return TranslateOptions(**chosen)
+        pieces = replace(pieces, min_similarity=options.min_similarity)
+    return TranslateOptions(
+        search=search,
+        pieces=pieces,
+        engine=EngineOptions(
+            engine=options.engine or compute.engine, threads=compute.resolved_threads
+        ),
+        memory_ids=tuple(memory_ids),
+        max_length_ratio=MAX_LENGTH_RATIO,
+        return_unguided=options.unguided,
+    )
 
 
 def model_info(translator: Any) -> dict[str, Any]:
