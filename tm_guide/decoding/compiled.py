@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 
 class SearchVocabulary(Protocol):
-    """What the compiled search needs of a model besides its scores."""
+    """The ids every search needs of a model besides its scores (a StepDecoder is one)."""
 
     @property
     def vocab_size(self) -> int: ...

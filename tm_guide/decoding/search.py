@@ -28,22 +28,14 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from tm_guide.decoding import compiled
+from tm_guide.decoding.compiled import SearchVocabulary
 from tm_guide.decoding.hypotheses import Closed
 from tm_guide.decoding.rewards import PieceReward
 from tm_guide.errors import InvalidInput
 
 
-class StepDecoder(Protocol):
+class StepDecoder(SearchVocabulary, Protocol):
     """An incremental decoder: encode once, then one call per step for all live hypotheses."""
-
-    @property
-    def vocab_size(self) -> int: ...
-
-    @property
-    def start_id(self) -> int: ...
-
-    @property
-    def end_id(self) -> int: ...
 
     def start(self, sources: Sequence[Sequence[str]]) -> object:
         """Encode the source token lists (exactly as the model gets them) and return a state."""
