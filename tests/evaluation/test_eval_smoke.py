@@ -99,6 +99,9 @@ def test_markdown_shows_the_json_numbers(report: Path):
     assert results["best_lambda"] in (0.5, 1.0)
     assert [row["m"] for row in results["m_sweep"]] == [1, 2]
     assert len(results["count_gamma"]["guided"]) == len(results["count_gamma"]["gammas"]) == 8
+    for key in ("unguided", "guided", "best_match"):
+        assert 0 <= results["test"][key]["repeated_outputs"] <= results["test"][key]["sentences"]
+    assert "repeated outputs" in markdown
 
 
 def test_sentence_found_in_the_tm_gets_its_target_as_best_match(report: Path):

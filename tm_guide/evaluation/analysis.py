@@ -18,6 +18,7 @@ from tm_guide.evaluation.ngram_counts import (
     occurrences,
 )
 from tm_guide.evaluation.options import EvalOptions, display_path
+from tm_guide.evaluation.repetition import repeated_outputs
 from tm_guide.evaluation.scoring import corpus_score, metric_signatures, paired_bootstrap, subset
 from tm_guide.evaluation.signature import machine, package_versions
 from tm_guide.evaluation.similarity import mean_similarity, median_split, similarity_histogram
@@ -74,9 +75,14 @@ class RunData:
     notes: list[str] = field(default_factory=list)
 
 
-def _scores(outputs: dict[str, list[str]], references: list[str]) -> dict[str, dict[str, Any]]:
+def _scores(
+    outputs: dict[str, list[str]], references: list[str], sources: list[str]
+) -> dict[str, dict[str, Any]]:
+    """Each system's corpus scores, and how many of its outputs repeat a word or phrase back to
+    back more often than their source (tm_guide.evaluation.repetition)."""
     return {
         key: corpus_score(outputs[key], references).to_dict()
+        | {"repeated_outputs": repeated_outputs(outputs[key], sources)}
         for key in TEST_SYSTEMS
         if key in outputs
     }
@@ -115,10 +121,10 @@ def build_results(run: RunData, progress: bool = False) -> dict[str, Any]:
     }
 
     # Tables 2, 3 and 6.
-    results["test"] = _scores(run.test_outputs, refs)
+    results["test"] = _scores(run.test_outputs, refs, list(run.test.sources))
     if run.dev is not None and run.dev_outputs:
         dev_refs = run.dev.references
-        results["dev_systems"] = _scores(run.dev_outputs, dev_refs)
+        results["dev_systems"] = _scores(run.dev_outputs, dev_refs, list(run.dev.sources))
         results["dev"] = {
             "unguided": corpus_score(run.dev_outputs["unguided"], dev_refs).to_dict(),
             "guided": {

@@ -99,11 +99,27 @@ def render_markdown(results: dict[str, Any], figures: dict[str, str]) -> str:
                         score["bleu"],
                         score["chrf"],
                         f"{score['length_ratio']:.3f}",
+                        score.get("repeated_outputs", "-"),
                         score["sentences"],
                     ]
                 )
     out += [
-        _table(["set", "system", "BLEU", "chrF", "length ratio (Table 3)", "sentences"], rows),
+        _table(
+            [
+                "set",
+                "system",
+                "BLEU",
+                "chrF",
+                "length ratio (Table 3)",
+                "repeated outputs",
+                "sentences",
+            ],
+            rows,
+        ),
+        "",
+        "Repeated outputs: outputs that say a word or phrase (up to 4 words) again right after "
+        "itself more often than their source does (tm_guide/evaluation/repetition.py); a guided "
+        "system should have no more than the unguided one.",
         "",
     ]
 
