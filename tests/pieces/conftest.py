@@ -6,8 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from tm_guide.pieces.align import AlignOptions, MemoryAligner
 from tm_guide.pieces.quality import GoldPair, read_gold
 from tm_guide.pieces.tokenizer import SentencePieceTokenizer
+from tm_guide.records import SegmentRecord
+from tm_guide.store import Store
 
 DATA = Path(__file__).parent / "data"
 
@@ -34,3 +37,18 @@ def gold_tokenizer(tmp_path_factory: pytest.TempPathFactory, gold_pairs) -> Sent
         input=str(text), model_prefix=str(work / "joint"), vocab_size=400, minloglevel=2
     )
     return SentencePieceTokenizer(work / "joint.model")
+
+
+@pytest.fixture(scope="module")
+def aligned_template(tmp_path_factory, gold_pairs, gold_tokenizer):  # type: ignore[no-untyped-def]
+    """A store holding the gold pairs, aligned once; each test works on a copy of its files."""
+    root = tmp_path_factory.mktemp("aligned")
+    store = Store.open(f"sqlite:///{root / 'tm.sqlite'}", root / "index")
+    memory = store.create_memory("ui", "en", "de")
+    store.import_records(
+        memory, [SegmentRecord(" ".join(p.source), " ".join(p.target)) for p in gold_pairs]
+    )
+    aligner = MemoryAligner(store, gold_tokenizer, AlignOptions(cache_dir=root / "priors"))
+    report = aligner.align_memory(store.get_memory(memory.id))
+    store.close()
+    return root, report

@@ -25,21 +25,6 @@ def ngrams_of(tokens, max_n=4):  # type: ignore[no-untyped-def]
     }
 
 
-@pytest.fixture(scope="module")
-def aligned_template(tmp_path_factory, gold_pairs, gold_tokenizer):  # type: ignore[no-untyped-def]
-    """A store holding the gold pairs, aligned once; each test works on a copy of its files."""
-    root = tmp_path_factory.mktemp("aligned")
-    store = Store.open(f"sqlite:///{root / 'tm.sqlite'}", root / "index")
-    memory = store.create_memory("ui", "en", "de")
-    store.import_records(
-        memory, [SegmentRecord(" ".join(p.source), " ".join(p.target)) for p in gold_pairs]
-    )
-    aligner = MemoryAligner(store, gold_tokenizer, AlignOptions(cache_dir=root / "priors"))
-    report = aligner.align_memory(store.get_memory(memory.id))
-    store.close()
-    return root, report
-
-
 @pytest.fixture
 def store(tmp_path: Path, aligned_template):  # type: ignore[no-untyped-def]
     shutil.copytree(aligned_template[0], tmp_path / "tm")
