@@ -5,6 +5,10 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
+from tm_guide.errors import InvalidInput
+from tm_guide.index import WhooshIndex
 from tm_guide.records import SegmentRecord
 from tm_guide.store import Store, StoreOptions
 
@@ -97,3 +101,16 @@ def test_rebuild_index_restores_search(store: Store) -> None:
     store.rebuild_index(store.get_memory("ui"))
     assert sources(store.search([memory.id], "save the document")) == before
     assert all(state.current for state in store.index_states())
+
+
+def test_a_store_takes_any_source_index_it_is_given(db_url: str, tmp_path: Path) -> None:
+    """Store.open builds a WhooshIndex in index_dir unless it is handed a SourceIndex."""
+    given = WhooshIndex(tmp_path / "elsewhere")
+    with Store.open(db_url, index=given) as store:
+        assert store.index is given
+        memory = store.create_memory("given", "en", "de")
+        store.add_segment(memory, SegmentRecord("Open the file.", "Öffnen Sie die Datei."))
+        assert store.search([memory.id], "open file", limit=1)[0].segment.source == "Open the file."
+    assert (tmp_path / "elsewhere" / memory.uuid).is_dir()
+    with pytest.raises(InvalidInput, match="not both"):
+        Store.open(db_url, tmp_path / "index", index=WhooshIndex(tmp_path / "other"))

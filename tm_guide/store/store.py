@@ -115,9 +115,18 @@ class Store:
 
     @classmethod
     def open(
-        cls, url: str, index_dir: Path | None = None, options: StoreOptions | None = None
+        cls,
+        url: str,
+        index_dir: Path | None = None,
+        options: StoreOptions | None = None,
+        index: SourceIndex | None = None,
     ) -> Store:
-        """Connect, migrate to the newest schema, and repair a stale or missing index."""
+        """Connect, migrate to the newest schema, and repair a stale or missing index.
+
+        The source index is a WhooshIndex in `index_dir` (default: beside an SQLite file), or
+        `index`, any other SourceIndex, which then takes the place of both."""
+        if index is not None and index_dir is not None:
+            raise InvalidInput("give an index directory or an index, not both", field="index_dir")
         options = options or StoreOptions()
         engine = create_store_engine(url, options.pool_size, options.pool_overflow)
         try:
@@ -125,8 +134,10 @@ class Store:
         except Exception:
             engine.dispose()
             raise
-        directory = Path(index_dir) if index_dir is not None else default_index_dir(url)
-        store = cls(engine, WhooshIndex(directory, options.index), options)
+        if index is None:
+            directory = Path(index_dir) if index_dir is not None else default_index_dir(url)
+            index = WhooshIndex(directory, options.index)
+        store = cls(engine, index, options)
         if options.repair_index_on_open:
             for state in store.index_states():
                 if not state.current:
