@@ -205,3 +205,43 @@ def test_postings_cache_keeps_its_budget() -> None:
         cache.put((2, f"absent{number}"), absent)
     assert cache.size == 100  # empty entries count too, so they cannot pile up
     assert cache.get((2, "absent0")) is None and cache.get((2, "absent149")) is not None
+
+
+def test_a_commit_of_caught_up_documents_replaces_each_once_through_one_searcher(
+    db_url: str, index_dir: Path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    """A second worker on the same index catches up on the first one's adds (so they may be on
+    disk already) and commits them: each is written once, and the older versions are looked up
+    through one searcher for the whole commit, not one per document."""
+    from whoosh.writing import SegmentWriter
+
+    opened = []
+    searcher = SegmentWriter.searcher
+
+    def counted(self, **kwargs):  # type: ignore[no-untyped-def]
+        opened.append(1)
+        return searcher(self, **kwargs)
+
+    first = Store.open(db_url, index_dir)
+    try:
+        memory = first.create_memory("ui", "en", "de")
+        first.import_records(memory, [SegmentRecord(s, t) for s, t in SENTENCES])
+        with Store.open(db_url, index_dir, StoreOptions(repair_index_on_open=False)) as second:
+            added = [
+                first.add_segment(memory, SegmentRecord(f"Empty bin number {i}", f"Eimer {i}"))
+                for i in range(20)
+            ]
+            assert sources(second.search([memory.id], "bin number 7", limit=1)) == [
+                "Empty bin number 7"
+            ]  # caught up from the database into the second worker's buffer
+            monkeypatch.setattr(SegmentWriter, "searcher", counted)
+            second.index.flush(MemoryKey(memory.id, memory.uuid, 0))
+            monkeypatch.undo()
+            assert len(opened) == 1
+        with whoosh_index.open_dir(str(index_dir / memory.uuid)).searcher() as disk:
+            for segment in added:
+                found = list(disk.documents(id=str(segment.id)))
+                assert len(found) == 1, segment.id
+    finally:
+        first.index._open.clear()  # type: ignore[attr-defined]
+        first.engine.dispose()

@@ -199,25 +199,27 @@ class WhooshIndex(SourceIndex):
         then holds every change up to it: the change followed the view (`step` is the view's
         revision), or it is a catch-up (`step` None) of everything after the view."""
         writer = self._writer(mi, timeout)
+        replacer = _Replacer(writer)
         try:
             # Under the writer lock no other process can move the disk revision.
             mi.refresh()
             overlay = list(mi.overlay.docs.items())
             view = mi.view
             in_step = view is not None and (step is None or view == step)
-            add = writer.add_document if in_step and step is not None else writer.update_document
             gone = set(deletes)
             for segment_id in gone:
-                writer.delete_by_term("id", str(segment_id))
-            fresh = mi.overlay.fresh  # emptied by the refresh above if another process wrote
+                replacer.delete(str(segment_id))
+            # The change is the newest version of its documents, then the overlay's; a document
+            # fresh here (emptied by the refresh above if another process wrote) has no older
+            # version on disk to delete.
+            for doc in updates:
+                replacer.put(doc.segment_id, doc.source, new=False)
+            for doc in adds:
+                replacer.put(doc.segment_id, doc.source, new=in_step and step is not None)
+            fresh = mi.overlay.fresh
             for segment_id, source in overlay:
                 if segment_id not in gone:
-                    put = writer.add_document if segment_id in fresh else writer.update_document
-                    put(id=str(segment_id), source=source)
-            for doc in updates:
-                writer.update_document(id=str(doc.segment_id), source=doc.source)
-            for doc in adds:
-                add(id=str(doc.segment_id), source=doc.source)
+                    replacer.put(segment_id, source, new=segment_id in fresh)
             disk = mi.disk_revision
             recorded: int | None
             if in_step:
@@ -227,10 +229,13 @@ class WhooshIndex(SourceIndex):
             else:
                 recorded = disk
             if recorded is not None and recorded != disk:
-                writer.update_document(id=META_ID, revision=recorded)
+                replacer.delete(META_ID)
+                writer.add_document(id=META_ID, revision=recorded)
         except BaseException:
+            replacer.close()
             writer.cancel()
             raise
+        replacer.close()
         writer.commit()
         mi.forget()
 
@@ -368,3 +373,34 @@ class WhooshIndex(SourceIndex):
             self._commit(mi, mi.view, step=mi.view, timeout=1.0)
         except Exception as exc:
             log.info("overlay of %s left to catch-up (%s)", mi.path.name, exc)
+
+
+class _Replacer:
+    """Writes documents into one whoosh commit, deleting their older versions through one
+    searcher opened when first needed. whoosh's update_document opens a searcher over every
+    segment for each document, and a bulk-built segment is read into memory whole to open it;
+    a commit of 500 replaced documents would open it 500 times. A document written twice in
+    one commit keeps its first (newest) version."""
+
+    def __init__(self, writer: Any) -> None:
+        self.writer = writer
+        self._searcher: Any = None
+        self._written: set[int] = set()
+
+    def delete(self, stored_id: str) -> None:
+        if self._searcher is None:
+            self._searcher = self.writer.searcher()
+        self.writer.delete_by_term("id", stored_id, searcher=self._searcher)
+
+    def put(self, segment_id: int, source: str, new: bool) -> None:
+        if segment_id in self._written:
+            return
+        self._written.add(segment_id)
+        if not new:
+            self.delete(str(segment_id))
+        self.writer.add_document(id=str(segment_id), source=source)
+
+    def close(self) -> None:
+        if self._searcher is not None:
+            self._searcher.close()
+            self._searcher = None
