@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -52,3 +53,12 @@ def aligned_template(tmp_path_factory, gold_pairs, gold_tokenizer):  # type: ign
     report = aligner.align_memory(store.get_memory(memory.id))
     store.close()
     return root, report
+
+
+@pytest.fixture
+def store(tmp_path: Path, aligned_template):  # type: ignore[no-untyped-def]
+    """A copy of the aligned store, for one test."""
+    shutil.copytree(aligned_template[0], tmp_path / "tm")
+    store = Store.open(f"sqlite:///{tmp_path / 'tm' / 'tm.sqlite'}", tmp_path / "tm" / "index")
+    yield store
+    store.close()

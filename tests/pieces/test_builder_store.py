@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import time
 from pathlib import Path
 
@@ -14,7 +13,6 @@ from tm_guide.pieces.builder import PieceBuilder, PieceOptions
 from tm_guide.pieces.priors import AlignmentPriors
 from tm_guide.pieces.tokenizer import WhitespaceTokenizer
 from tm_guide.records import SegmentRecord
-from tm_guide.store import Store
 
 
 def ngrams_of(tokens, max_n=4):  # type: ignore[no-untyped-def]
@@ -23,14 +21,6 @@ def ngrams_of(tokens, max_n=4):  # type: ignore[no-untyped-def]
         for i in range(len(tokens))
         for j in range(i, min(len(tokens), i + max_n))
     }
-
-
-@pytest.fixture
-def store(tmp_path: Path, aligned_template):  # type: ignore[no-untyped-def]
-    shutil.copytree(aligned_template[0], tmp_path / "tm")
-    store = Store.open(f"sqlite:///{tmp_path / 'tm' / 'tm.sqlite'}", tmp_path / "tm" / "index")
-    yield store
-    store.close()
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@ counted, not redone; a failing run loses nothing and the thread goes on."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -12,15 +11,6 @@ import pytest
 from tm_guide.pieces.align import AlignOptions, MemoryAligner
 from tm_guide.pieces.deferred import DeferredAligner, DeferredOptions
 from tm_guide.records import SegmentRecord
-from tm_guide.store import Store
-
-
-@pytest.fixture
-def store(tmp_path: Path, aligned_template):  # type: ignore[no-untyped-def]
-    shutil.copytree(aligned_template[0], tmp_path / "tm")
-    store = Store.open(f"sqlite:///{tmp_path / 'tm' / 'tm.sqlite'}", tmp_path / "tm" / "index")
-    yield store
-    store.close()
 
 
 def _recorder() -> tuple[dict[str, int], Any]:
