@@ -46,7 +46,6 @@ def run(args: argparse.Namespace) -> int:
     config = ServerConfig.from_env(Settings.from_env(args.db))
     if args.auth is not None:
         config = dataclasses.replace(config, auth_enabled=args.auth == "on")
-    config = dataclasses.replace(config, request_threads=max(1, args.threads))
     options = ServeOptions(
         host=args.host,
         port=args.port,

@@ -202,8 +202,8 @@ class ServerConfig:
     job_ttl_hours: float = 168.0
     key_cache_s: float = 5.0
     protocols: Protocols = field(default_factory=Protocols)
-    # request threads per worker (`tm-guide serve --threads`): the store's connection pool is
-    # sized to them and the worker's background threads
+    # request threads per worker (`serve` sets it from ServeOptions.threads): the store's
+    # connection pool is sized to them and the worker's background threads
     request_threads: int = 16
 
     @property

@@ -11,6 +11,7 @@ worker loads its own model.
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import logging
 import re
@@ -149,6 +150,7 @@ def _warm_worker(worker: Any) -> None:
 
 def serve(config: ServerConfig, options: ServeOptions) -> None:
     check_deployment(config, options)
+    config = dataclasses.replace(config, request_threads=options.threads)
     if options.workers == 1:
         GunicornServer(config, options).run()
         return
