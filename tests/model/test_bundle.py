@@ -79,3 +79,15 @@ def test_overlong_input_is_cut_to_the_models_positions(tiny_bundle: Bundle) -> N
     )
     assert len(results[1].hypotheses[0]) <= 256
     assert tiny_bundle.decoding_length(20) == 20
+
+
+def test_target_offsets_place_every_token_in_the_text(tiny_bundle: Bundle) -> None:
+    tokens = tiny_bundle.encode_target("Klicken öffnen das menü datei, dann speichern.")
+    text = tiny_bundle.decode_target(tokens)
+    offsets = tiny_bundle.target_offsets(tokens)
+    assert offsets is not None and len(offsets) == len(tokens) + 1
+    assert offsets[0] == 0 and offsets[-1] == len(text)
+    assert offsets == sorted(offsets)
+    for k in range(len(tokens)):  # each token's characters are its own decoded text
+        piece = text[offsets[k] : offsets[k + 1]]
+        assert piece.strip() == tiny_bundle.decode_target(tokens[k : k + 1]).strip()

@@ -122,3 +122,10 @@ def test_without_auth_loopback_clients_need_no_key(start_server) -> None:
     )
     assert created.status == 201, created.body
     assert client.get("/v1/memories/mine").status == 200
+
+
+def test_the_web_console_can_be_turned_off(start_server) -> None:
+    server = start_server(extra_env={"TM_GUIDE_UI": "off"})
+    page = server.client.get("/ui/")
+    assert page.status == 404 and page.json["error"] == "not_found"
+    assert server.client.get("/v1/memories").status == 200  # the API is still served

@@ -127,6 +127,21 @@ class Bundle:
         dropped = (self.eos_token, "<pad>")
         return str(self.target_sp.decode_pieces([t for t in tokens if t not in dropped]))
 
+    def target_offsets(self, tokens: Sequence[str]) -> list[int] | None:
+        """Where each target token starts in `decode_target(tokens)`, plus the text's length:
+        token k covers text[offsets[k]:offsets[k + 1]] (a leading space included), so a caller
+        can point at the words a token span produced. None when the detokenizer does not grow
+        the text token by token (a multi-byte character split across byte-fallback tokens)."""
+        text = self.decode_target(tokens)
+        offsets: list[int] = []
+        for k in range(len(tokens)):
+            prefix = self.decode_target(tokens[:k])
+            if not text.startswith(prefix) or (offsets and len(prefix) < offsets[-1]):
+                return None
+            offsets.append(len(prefix))
+        offsets.append(len(text))
+        return offsets
+
     def source_input(self, pieces: Sequence[str]) -> list[str]:
         """The tokens to pass to translator.translate_batch/score_batch for these source pieces.
 

@@ -32,8 +32,9 @@ def create_app(config: ServerConfig | None = None) -> Flask:
 
 
 def _register_blueprints(app: Flask, config: ServerConfig) -> None:
-    """tm-guide's own API, then each CAT-tool protocol that TM_GUIDE_PROTOCOLS serves (a
-    protocol module may also `register(app)` what else it needs, such as its error body)."""
+    """tm-guide's own API, its web console (unless TM_GUIDE_UI=off), then each CAT-tool protocol
+    that TM_GUIDE_PROTOCOLS serves (a protocol module may also `register(app)` what else it
+    needs, such as its error body)."""
     from importlib import import_module
 
     from tm_guide.server.api import docs, health, jobs, memories, segments, suggest
@@ -41,6 +42,10 @@ def _register_blueprints(app: Flask, config: ServerConfig) -> None:
 
     for module in (health, docs, memories, segments, suggest, jobs):
         app.register_blueprint(module.blueprint)
+    if config.ui_enabled:
+        from tm_guide.server import console
+
+        app.register_blueprint(console.blueprint)
     for name in PROTOCOLS:
         if config.protocols[name].enabled:
             protocol = import_module(f"tm_guide.server.api.{name}")

@@ -188,6 +188,8 @@ class ServerConfig:
     TM_GUIDE_ENGINE               decoding engine: auto (default), fused, torch, ct2 or rerank
     TM_GUIDE_LAMBDA               lambda of requests that leave it open (default: the model
                                   card's guided_lambda, else 1)
+    TM_GUIDE_UI                   on (default) or off: the web console under /ui (a page that
+                                  calls /v1 with the user's key; it reads nothing by itself)
     TM_GUIDE_PROTOCOLS            CAT-tool protocols served (default all): tmserver,
                                   libretranslate, modernmt, deepl; see `Protocols.from_env` for
                                   each one's memories, lambda, engine and M
@@ -198,6 +200,7 @@ class ServerConfig:
     compute: Compute = field(default_factory=Compute)
     auth_enabled: bool = True
     tmserver_anonymous: bool = False
+    ui_enabled: bool = True
     jobs_dir: Path | None = None
     job_ttl_hours: float = 168.0
     key_cache_s: float = 5.0
@@ -241,6 +244,7 @@ class ServerConfig:
             compute=compute,
             auth_enabled=_switch_env("TM_GUIDE_AUTH", True),
             tmserver_anonymous=_switch_env("TM_GUIDE_TMSERVER_ANONYMOUS", False),
+            ui_enabled=_switch_env("TM_GUIDE_UI", True),
             jobs_dir=Path(jobs_dir) if jobs_dir else None,
             job_ttl_hours=_float_env("TM_GUIDE_JOB_TTL_HOURS", 168.0, maximum=24 * 365 * 10),
             key_cache_s=_float_env("TM_GUIDE_KEY_CACHE_S", 5.0, maximum=3600),

@@ -132,7 +132,9 @@ def translations_json(
     memory_names: dict[int, str],
     pieces: Sequence[Any] = (),
 ) -> list[dict[str, Any]]:
-    """GuidedResults as JSON, each piece with the TM segments (id, memory, tuid) it came from.
+    """GuidedResults as JSON, each piece with where it sits in the text (`span`, characters) and
+    the TM segments it came from (id, memory, tuid, and the similarity of that segment's match,
+    so a client can say how far the piece is to be trusted).
 
     The segments are those the piece builder retrieved for these sentences (`pieces`, from
     collect_pieces); the store is asked only for any it did not hold."""
@@ -141,30 +143,17 @@ def translations_json(
     missing = sorted(ids - segments.keys())
     if missing:
         segments.update((s.id, s) for s in store.get_segments(missing))
-    decode = translator.bundle.decode_target
+    found = list(pieces) + [None] * (len(results) - len(pieces))
     out = []
-    for result in results:
-        pieces = []
-        for piece in result.matched_pieces:
-            refs = []
-            for segment_id in piece.segment_ids:
-                segment = segments.get(segment_id)
-                refs.append(
-                    {
-                        "id": segment_id,
-                        "memory": memory_names.get(segment.memory_id) if segment else None,
-                        "tuid": segment.tuid if segment else None,
-                    }
-                )
-            pieces.append(
-                {
-                    "text": decode(list(piece.tokens)),
-                    "tokens": list(piece.tokens),
-                    "position": piece.start,
-                    "score": round(piece.score, 4),
-                    "segments": refs,
-                }
+    for result, collected in zip(results, found, strict=True):
+        similarity = {m.segment.id: m.similarity for m in collected.matches} if collected else {}
+        offsets = translator.bundle.target_offsets(result.tokens) if result.matched_pieces else None
+        used = [
+            _piece_json(
+                translator, piece, result.translation, offsets, segments, similarity, memory_names
             )
+            for piece in result.matched_pieces
+        ]
         out.append(
             {
                 "text": result.translation,
@@ -174,11 +163,53 @@ def translations_json(
                 "model_score": round(result.model_score, 4),
                 "reward": round(result.reward, 4),
                 "best_match_similarity": result.best_match_similarity,
-                "pieces_used": pieces,
+                "pieces_used": used,
                 "timings_ms": {k: round(v * 1000, 3) for k, v in result.timings.items()},
             }
         )
     return out
+
+
+def _piece_json(
+    translator: Any,
+    piece: Any,
+    text: str,
+    offsets: list[int] | None,
+    segments: dict[int, Any],
+    similarity: dict[int, float],
+    memory_names: dict[int, str],
+) -> dict[str, Any]:
+    refs = []
+    for segment_id in piece.segment_ids:
+        segment = segments.get(segment_id)
+        score = similarity.get(segment_id)
+        refs.append(
+            {
+                "id": segment_id,
+                "memory": memory_names.get(segment.memory_id) if segment else None,
+                "tuid": segment.tuid if segment else None,
+                "similarity": round(score, 4) if score is not None else None,
+            }
+        )
+    return {
+        "text": translator.bundle.decode_target(list(piece.tokens)),
+        "tokens": list(piece.tokens),
+        "position": piece.start,
+        "span": _char_span(text, offsets, piece.start, piece.start + len(piece.tokens)),
+        "score": round(piece.score, 4),
+        "segments": refs,
+    }
+
+
+def _char_span(text: str, offsets: list[int] | None, start: int, end: int) -> list[int] | None:
+    """The characters of `text` that tokens start..end produced, without the space a
+    word-initial token carries; None when the offsets are unknown."""
+    if offsets is None or end >= len(offsets):
+        return None
+    first, last = offsets[start], offsets[end]
+    while first < last and text[first].isspace():
+        first += 1
+    return [first, last] if first < last else None
 
 
 def align_after_write(services: Any, segments: Sequence[Any]) -> None:
