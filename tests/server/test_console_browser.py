@@ -262,3 +262,38 @@ def test_the_page_is_served_with_a_strict_content_policy(server) -> None:
     assert server.client.with_token(None).get("/ui/static/console.js").status == 200
     # the page itself holds nothing: every memory still needs a key
     assert server.client.with_token(None).get("/v1/memories").status == 401
+
+
+def test_every_control_has_a_label_and_the_tabs_follow_the_arrow_keys(driver, server) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    _open(driver, server, server.client.token)
+    unlabelled = driver.execute_script(
+        """return [...document.querySelectorAll('input, select, textarea, button')]
+             .filter((c) => !(c.labels && c.labels.length) && !c.getAttribute('aria-label')
+                            && !c.textContent.trim())
+             .map((c) => c.outerHTML);"""
+    )
+    assert unlabelled == []
+    tab = driver.find_element(By.ID, "tab-try")
+    tab.click()
+    tab.send_keys(Keys.ARROW_RIGHT)
+    assert driver.find_element(By.ID, "panel-memories").is_displayed()
+    assert not driver.find_element(By.ID, "panel-try").is_displayed()
+    focused = driver.switch_to.active_element
+    assert focused.get_attribute("id") == "tab-memories"
+    focused.send_keys(Keys.ARROW_LEFT)
+    assert driver.find_element(By.ID, "panel-try").is_displayed()
+
+
+def test_with_auth_off_a_loopback_browser_needs_no_key(driver, start_server) -> None:
+    from selenium.webdriver.common.by import By
+
+    local = start_server(model=BUNDLED_MODEL, extra_env={"TM_GUIDE_AUTH": "off"}, admin=False)
+    create_memory(local.client, "mine")
+    _open(driver, local, None)
+    pick = _visible(driver, "#try-memories .pick label")
+    assert pick.text.startswith("mine")
+    assert driver.find_element(By.ID, "key-hint").text == ""
+    assert not driver.find_element(By.ID, "error").is_displayed()
