@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -16,21 +17,21 @@ def model_inputs(bundle, sentences):  # type: ignore[no-untyped-def]
     return [bundle.source_input(bundle.encode_source(s)) for s in sentences]
 
 
-def rewards_for(bundle, token_lists, score=0.7):  # type: ignore[no-untyped-def]
-    """Every 1..4-gram of each token list as a piece of `score`."""
+def rewards_for(bundle, token_lists, score=0.7, clipped=False):  # type: ignore[no-untyped-def]
+    """Every 1..4-gram of each token list as a piece of `score`; `clipped`: each limited to
+    its count in the list (PieceOptions.clipped), else the pieces-once limits."""
     index = {t: i for i, t in enumerate(bundle.vocabularies.target)}
-    return [
-        PieceReward.from_tokens(
-            {
-                tuple(tokens[s : s + n]): score
-                for s in range(len(tokens))
-                for n in range(1, 5)
-                if s + n <= len(tokens)
-            },
-            index,
-        )
-        for tokens in token_lists
-    ]
+    tables = []
+    for tokens in token_lists:
+        grams = [
+            tuple(tokens[s : s + n])
+            for s in range(len(tokens))
+            for n in range(1, 5)
+            if s + n <= len(tokens)
+        ]
+        limits = Counter(grams) if clipped else None
+        tables.append(PieceReward.from_tokens(dict.fromkeys(grams, score), index, limits=limits))
+    return tables
 
 
 def int8_gaps(

@@ -21,12 +21,12 @@ pytestmark = pytest.mark.skipif(
 MAX_LENGTH = 16
 
 
-def _plausible_pieces(bundle, inputs):
+def _plausible_pieces(bundle, inputs, clipped=False):
     """Pieces the model finds plausible (its 4th-best outputs), so the reward changes the search."""
     alternatives = bundle.translator.translate_batch(
         inputs, beam_size=4, num_hypotheses=4, max_decoding_length=MAX_LENGTH
     )
-    return rewards_for(bundle, [o.hypotheses[-1] for o in alternatives])
+    return rewards_for(bundle, [o.hypotheses[-1] for o in alternatives], clipped=clipped)
 
 
 @pytest.fixture(scope="module")
@@ -67,6 +67,26 @@ def test_compiled_search_equals_search_py_on_the_same_log_probs(peaked_bundle, s
     assert found == expected
     if options.lam:
         assert any(h.reward > 0 for sentence in found for h in sentence)
+
+
+@pytest.mark.parametrize("lam", [2.0, 6.0])
+def test_compiled_search_equals_search_py_with_clipped_pieces(peaked_bundle, sentences, lam):
+    """Every piece, single tokens included, rewarded at most as often as its TM target holds
+    it: the compiled search counts as search.py does."""
+    bundle = peaked_bundle
+    inputs = model_inputs(bundle, sentences)
+    rewards = _plausible_pieces(bundle, inputs, clipped=True)
+    assert any(r.limit(g) > 0 for r in rewards for g in r.ngrams if len(g) == 1)
+    options = SearchOptions(beam_size=4, max_length=MAX_LENGTH, lam=lam, reward_repeats=False)
+    decoder = CT2StepDecoder(bundle.translator, bundle.vocabularies.target)
+    caps = [MAX_LENGTH] * len(inputs)
+    expected = python_beam_search(decoder, inputs, options, rewards, max_lengths=caps)
+    closed = compiled.compiled_search(decoder, inputs, options, rewards, caps)
+    assert [_finalize(sentence, options) for sentence in closed] == expected
+    for table, best in zip(rewards, expected, strict=True):
+        assert best[0].reward == pytest.approx(
+            lam * table.sequence_reward(best[0].token_ids, repeats=False), abs=1e-4
+        )
 
 
 def test_fused_log_probs_stay_as_close_to_ct2_int8_as_ct2_float_is(
@@ -268,8 +288,8 @@ def test_the_reward_reported_is_the_reward_of_the_output(peaked_int8_bundle, fus
     along the output, under both reward rules."""
     bundle = peaked_int8_bundle
     inputs = model_inputs(bundle, sentences[:4])
-    rewards = _plausible_pieces(bundle, inputs)
-    for repeats in (True, False):
+    for repeats, clipped in ((True, False), (False, False), (False, True)):
+        rewards = _plausible_pieces(bundle, inputs, clipped=clipped)
         options = SearchOptions(beam_size=4, max_length=MAX_LENGTH, lam=2.0, reward_repeats=repeats)
         found = beam_search(fused_int8, inputs, options, rewards)
         for reward, best in zip(rewards, found, strict=True):

@@ -171,16 +171,32 @@ def test_pieces_count_once_per_hypothesis_when_repeats_are_off():
     assert reward.sequence_reward([4, 5, 4, 5], repeats=False) == pytest.approx(
         0.2 + 0.75 + 0.5 + 0.5
     )
-    used = reward.produced(reward.produced(frozenset(), [3, 4]), [3, 4, 5])
-    assert used == {(4, 5), (3, 4, 5)}
+    used = reward.produced(reward.produced({}, [3, 4]), [3, 4, 5])
+    assert used == {(4, 5): 1, (3, 4, 5): 1}
     histories = [[3, 4], [8, 4], [5], []]
-    sets = [used, used, frozenset({(5, 4)}), used]
+    sets = [used, used, {(5, 4): 1}, used]
     dense = reward.step_dense(histories, sets)
     for row, history in enumerate(histories):
         for col, token in enumerate(reward.rewarded_ids):
             expected = reward.token_reward(history, int(token), sets[row])
             assert dense[row, col] == pytest.approx(expected)
     assert dense[0, list(reward.rewarded_ids).index(5)] == pytest.approx(0.5)
+
+
+def test_clipped_limits_reward_a_piece_as_often_as_its_tm_target_holds_it():
+    # limits from the pieces: token 5 twice, token 4 once, the bigram (4, 5) once
+    reward = PieceReward({(5,): 0.5, (4,): 0.2, (4, 5): 0.25}, limits={(5,): 2, (4,): 1})
+    assert (reward.limit((5,)), reward.limit((4,)), reward.limit((4, 5))) == (2, 1, 1)
+    looping = [4, 5, 5, 5, 4, 5]
+    assert reward.sequence_reward(looping, repeats=False) == pytest.approx(0.2 + 0.75 + 0.5)
+    assert reward.sequence_reward(looping) == pytest.approx(2 * 0.2 + 2 * 0.75 + 2 * 0.5)
+    used = reward.produced(reward.produced({}, [4]), [4, 5])
+    assert used == {(4,): 1, (5,): 1, (4, 5): 1}
+    dense = reward.step_dense([[4, 5], [4, 5, 5]], [used, reward.produced(used, [4, 5, 5])])
+    five = list(reward.rewarded_ids).index(5)
+    assert dense[0, five] == pytest.approx(0.5)  # 5 once so far: one more is rewarded
+    assert dense[1, five] == 0.0  # twice: spent
+    assert dense[0, list(reward.rewarded_ids).index(4)] == 0.0
 
 
 def _repeated_pieces(tokens, ngrams):

@@ -100,7 +100,12 @@ def search_config(decoder: SearchVocabulary, options: SearchOptions) -> Any:
 def reward_tables(rewards: Sequence[PieceReward | None], vocab_size: int) -> list[Any]:
     fused = require_extension()
     return [
-        fused.RewardTable([(list(g), s) for g, s in table.ngrams.items()], table.max_n, vocab_size)
+        fused.RewardTable(
+            [(list(g), s) for g, s in table.ngrams.items()],
+            table.max_n,
+            vocab_size,
+            [table.limit(g) for g in table.ngrams],
+        )
         if table
         else None
         for table in rewards

@@ -13,10 +13,13 @@ Only tokens of L_X (the unigrams) can ever get a reward, so the work per step is
 last 1..max_n-1 history tokens in a dict of contexts, not a pass over the vocabulary.
 
 Eq. 10 rewards a piece every time it is produced, so with a large lambda a hypothesis can loop on
-pieces until the length cap. With `repeats=False` a piece of two or more tokens is rewarded only
-the first time a hypothesis produces it (single tokens still every time). `used` is then the set
-of such pieces a hypothesis has produced so far. That is state the paper's method does not have
-(its Algorithm 2 needs none); it is an option, off by default.
+pieces until the length cap. With `repeats=False` each piece is rewarded at most `limit(piece)`
+times per hypothesis: by default once for a piece of two or more tokens and without limit for a
+single token (pieces once); with limits from the pieces (PieceOptions.clipped), as often as the
+piece occurs in the TM target it came from, single tokens included, as BLEU clips its counts.
+`used` is then how often each limited piece was produced so far (a mapping that is never
+changed in place). That is state the paper's method does not have (its Algorithm 2 needs none);
+it is an option, off by default.
 """
 
 from __future__ import annotations
@@ -30,11 +33,22 @@ import numpy as np
 class PieceReward:
     """D_X of one sentence, indexed by context for fast per-step lookups."""
 
-    def __init__(self, ngrams: Mapping[tuple[int, ...], float], max_n: int = 4) -> None:
+    def __init__(
+        self,
+        ngrams: Mapping[tuple[int, ...], float],
+        max_n: int = 4,
+        limits: Mapping[tuple[int, ...], int] | None = None,
+    ) -> None:
         self.max_n = max_n
         self.ngrams: dict[tuple[int, ...], float] = {
             ids: float(score) for ids, score in ngrams.items() if 0 < len(ids) <= max_n and score
         }
+        # times a piece is rewarded when repeats are off; 0: no limit (see limit())
+        self.limits: dict[tuple[int, ...], int] = {
+            ids: (limits or {}).get(ids, 1 if len(ids) > 1 else 0) for ids in self.ngrams
+        }
+        if any(n < 0 for n in self.limits.values()):
+            raise ValueError("a piece's limit must be >= 0 (0: no limit)")
         grouped: dict[tuple[int, ...], dict[int, float]] = defaultdict(dict)
         for ids, score in self.ngrams.items():
             grouped[ids[:-1]][ids[-1]] = score
@@ -61,15 +75,28 @@ class PieceReward:
         ngrams: Mapping[tuple[str, ...], float],
         token_to_id: Mapping[str, int],
         max_n: int = 4,
+        limits: Mapping[tuple[str, ...], int] | None = None,
     ) -> PieceReward:
         """Map token n-grams to vocabulary ids; n-grams with a token outside the vocabulary can
-        never be produced by the model, so they are dropped."""
+        never be produced by the model, so they are dropped. `limits`: how often each may be
+        rewarded when repeats are off (TranslationPieces.limits; absent: the pieces-once rule)."""
         by_ids: dict[tuple[int, ...], float] = {}
+        limit_ids: dict[tuple[int, ...], int] = {}
         for tokens, score in ngrams.items():
             ids = tuple(token_to_id.get(token, -1) for token in tokens)
             if -1 not in ids:
                 by_ids[ids] = max(score, by_ids.get(ids, 0.0))
-        return cls(by_ids, max_n=max_n)
+                if limits and tokens in limits:
+                    limit_ids[ids] = max(limits[tokens], limit_ids.get(ids, 0))
+        return cls(by_ids, max_n=max_n, limits=limit_ids if limits else None)
+
+    def limit(self, gram: tuple[int, ...]) -> int:
+        """How often `gram` is rewarded per hypothesis when repeats are off; 0: every time."""
+        return self.limits.get(gram, 0)
+
+    def spent(self, gram: tuple[int, ...], used: Mapping[tuple[int, ...], int]) -> bool:
+        limit = self.limits.get(gram, 0)
+        return limit > 0 and used.get(gram, 0) >= limit
 
     def __bool__(self) -> bool:
         return bool(self.ngrams)
@@ -100,12 +127,13 @@ class PieceReward:
     def step_dense(
         self,
         histories: Sequence[Sequence[int]],
-        used: Sequence[frozenset[tuple[int, ...]]] | None = None,
+        used: Sequence[Mapping[tuple[int, ...], int]] | None = None,
     ) -> np.ndarray:
         """Rewards [rows, len(rewarded_ids)] (float64) of every row for each rewarded token.
 
         `histories[r]` holds the generated tokens of row r (at least its last max_n-1). With
-        `used` (one set per row), pieces of two or more tokens in `used[r]` get nothing."""
+        `used` (one mapping per row), pieces that row produced as often as their limit get
+        nothing."""
         out = np.zeros((len(histories), len(self.rewarded_ids)), dtype=np.float64)
         by_context = self._dense_by_context
         width = self.max_n - 1
@@ -117,17 +145,19 @@ class PieceReward:
                 dense = by_context.get(context)
                 if dense is None:
                     continue
-                if n and spent:
+                if spent:
                     dense = self._without_used(context, dense, spent)
                 out[row] += dense
         return out
 
     def _without_used(
-        self, context: tuple[int, ...], dense: np.ndarray, used: frozenset[tuple[int, ...]]
+        self, context: tuple[int, ...], dense: np.ndarray, used: Mapping[tuple[int, ...], int]
     ) -> np.ndarray:
-        """`dense` (the rewards after `context`) with the pieces in `used` set to 0."""
+        """`dense` (the rewards after `context`) with the pieces `used` has spent set to 0."""
         tokens = self._by_context[context][0]
-        spent = [i for i, token in enumerate(tokens.tolist()) if context + (token,) in used]
+        spent = [
+            i for i, token in enumerate(tokens.tolist()) if self.spent(context + (token,), used)
+        ]
         if not spent:
             return dense
         dense = dense.copy()
@@ -135,38 +165,46 @@ class PieceReward:
         return dense
 
     def produced(
-        self, used: frozenset[tuple[int, ...]], history: Sequence[int]
-    ) -> frozenset[tuple[int, ...]]:
-        """`used` and the pieces of two or more tokens that end `history` (its last token just
-        produced); the same set when there are none."""
+        self, used: Mapping[tuple[int, ...], int], history: Sequence[int]
+    ) -> Mapping[tuple[int, ...], int]:
+        """`used` counting the limited pieces that end `history` (its last token just produced);
+        the same mapping when there are none."""
         new = [
             gram
-            for n in range(2, min(self.max_n, len(history)) + 1)
-            if (gram := tuple(history[len(history) - n :])) in self.ngrams and gram not in used
+            for n in range(1, min(self.max_n, len(history)) + 1)
+            if self.limits.get(gram := tuple(history[len(history) - n :]), 0) > 0
         ]
-        return used.union(new) if new else used
+        if not new:
+            return used
+        counted = dict(used)
+        for gram in new:
+            counted[gram] = counted.get(gram, 0) + 1
+        return counted
 
     def token_reward(
-        self, history: Sequence[int], token: int, used: frozenset[tuple[int, ...]] = frozenset()
+        self,
+        history: Sequence[int],
+        token: int,
+        used: Mapping[tuple[int, ...], int] | None = None,
     ) -> float:
-        """Reward of producing `token` after `history` (unweighted by lambda); pieces of two or
-        more tokens in `used` get nothing."""
+        """Reward of producing `token` after `history` (unweighted by lambda); pieces `used`
+        has spent get nothing."""
         total = 0.0
         for n in range(1, self.max_n + 1):
             if n - 1 > len(history):
                 break
             context = tuple(history[len(history) - (n - 1) :]) if n > 1 else ()
             gram = context + (token,)
-            if n > 1 and gram in used:
+            if used and self.spent(gram, used):
                 continue
             total += self.ngrams.get(gram, 0.0)
         return total
 
     def sequence_reward(self, ids: Sequence[int], repeats: bool = True) -> float:
         """Reward collected along a whole output, as the search would add it step by step
-        (`repeats=False`: pieces of two or more tokens count once)."""
+        (`repeats=False`: each piece at most its limit times)."""
         total = 0.0
-        used: frozenset[tuple[int, ...]] = frozenset()
+        used: Mapping[tuple[int, ...], int] = {}
         for t in range(len(ids)):
             total += self.token_reward(ids[:t], ids[t], used)
             if not repeats:

@@ -21,7 +21,7 @@ model's own log-probability in the result.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -90,8 +90,9 @@ class SearchOptions:
     max_length: int = 256
     num_hypotheses: int = 1
     lam: float = 1.0
-    # eq. 10 rewards a piece each time it is produced; False: pieces of 2+ tokens once per
-    # hypothesis (see tm_guide.decoding.rewards)
+    # eq. 10 rewards a piece each time it is produced; False: each piece at most its limit times
+    # per hypothesis (pieces of 2+ tokens once, or as the pieces clip them: see
+    # tm_guide.decoding.rewards)
     reward_repeats: bool = True
 
     def validate(self, vocab_size: int) -> None:
@@ -222,9 +223,9 @@ def _search(
     cum_logp = np.zeros(batch_size, dtype=np.float32)
     cum_reward = np.zeros(batch_size, dtype=np.float64)
     sequences: list[list[int]] = [[] for _ in range(batch_size)]
-    # per row, the pieces of 2+ tokens it produced (only tracked when they count once)
+    # per row, how often it produced each limited piece (tracked when repeats are off)
     track_used = use_reward and not options.reward_repeats
-    used: list[frozenset[tuple[int, ...]]] = [frozenset()] * batch_size
+    used: list[Mapping[tuple[int, ...], int]] = [{}] * batch_size
     closed: list[list[Closed]] = [[] for _ in range(batch_size)]
     top_closed = np.zeros(batch_size, dtype=bool)
     results: list[list[Hypothesis]] = [[] for _ in range(batch_size)]
@@ -446,7 +447,7 @@ def _step_reward(
     sequences: list[list[int]],
     vocab_size: int,
     lam: np.float32,
-    used: list[frozenset[tuple[int, ...]]] | None = None,
+    used: list[Mapping[tuple[int, ...], int]] | None = None,
 ) -> _SparseReward:
     """Algorithm 2 for all live rows: only tokens of L_X and known contexts are looked at.
 

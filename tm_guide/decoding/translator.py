@@ -260,7 +260,9 @@ class GuidedTranslator:
             timings.append({"retrieval": retrieval, "pieces": max(spent - retrieval, 0.0)})
             reward = None
             if found and options.search.lam > 0:
-                reward = PieceReward.from_tokens(found.ngrams, self.token_to_id)
+                reward = PieceReward.from_tokens(
+                    found.ngrams, self.token_to_id, limits=found.limits or None
+                )
             rewards.append(reward or None)
 
         guided_ids = [i for i, r in enumerate(rewards) if r is not None and sources[i]]

@@ -23,8 +23,15 @@ from typing import Any
 
 from tm_guide.errors import InvalidInput
 from tm_guide.pieces.align import MemoryAligner
-from tm_guide.pieces.collect import AlignedPair, PieceTable, compare, select_pieces
+from tm_guide.pieces.collect import (
+    AlignedPair,
+    PieceTable,
+    compare,
+    occurrences,
+    select_pieces,
+)
 from tm_guide.pieces.tokenizer import Tokenizer, tokens_to_text
+from tm_guide.pieces.weighting import PieceWeighting
 
 MAX_RETRIEVAL = 100
 Ngram = tuple[str, ...]
@@ -34,12 +41,17 @@ Ngram = tuple[str, ...]
 class PieceOptions:
     """m: TM pairs retrieved (1..100); min_similarity: pairs below this eq. 9 similarity are
     ignored; binary_reward: every piece scores 1 (the paper's 1/0 variant, section 4);
-    max_n: longest piece (the paper uses 4)."""
+    max_n: longest piece (the paper uses 4); clipped: each piece, single tokens included, may
+    be rewarded only as often as it occurs in the TM target it came from (used by the search
+    when repeats are off; without it, pieces of 2+ tokens once and single tokens every time);
+    weighting: how far a piece is trusted from its match's similarity (PieceWeighting)."""
 
     m: int = 10
     min_similarity: float = 0.0
     binary_reward: bool = False
     max_n: int = 4
+    clipped: bool = False
+    weighting: PieceWeighting = field(default_factory=PieceWeighting)
 
     def __post_init__(self) -> None:
         if not 1 <= self.m <= MAX_RETRIEVAL:
@@ -72,6 +84,8 @@ class TranslationPieces:
     unigrams: frozenset[str] = frozenset()
     ngrams: dict[Ngram, float] = field(default_factory=dict)
     provenance: dict[Ngram, list[int]] = field(default_factory=dict)
+    # with PieceOptions.clipped: the most times each n-gram occurs in one TM target it came from
+    limits: dict[Ngram, int] = field(default_factory=dict)
     matches: list[FuzzyMatch] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)  # seconds per stage
 
@@ -125,8 +139,10 @@ class PieceBuilder:
         table = PieceTable()
         for hit, pair, comparison in zip(hits, pairs, comparisons, strict=True):
             ngrams = select_pieces(comparison, pair, options.max_n, options.min_similarity)
-            score = 1.0 if options.binary_reward else comparison.similarity
+            score = 1.0 if options.binary_reward else options.weighting.weight(comparison.similarity)
             table.add(ngrams, score, pair.segment_id)
+            if options.clipped and ngrams:
+                table.limit(occurrences(pair.target, ngrams, options.max_n))
             result.matches.append(
                 FuzzyMatch(
                     segment=hit.segment,
@@ -138,6 +154,7 @@ class PieceBuilder:
             )
         result.ngrams = table.scores
         result.provenance = table.provenance
+        result.limits = table.limits
         result.unigrams = table.unigrams()
         collected = clock()
         result.timings = {

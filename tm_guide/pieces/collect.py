@@ -120,12 +120,34 @@ def select_pieces(
     return set(collect_ngrams(pair.target, pair.target_links, comparison.unedited, max_n))
 
 
+def occurrences(
+    target: Sequence[str], ngrams: set[tuple[str, ...]], max_n: int = 4
+) -> dict[tuple[str, ...], int]:
+    """How often each of `ngrams` occurs in `target` (overlapping occurrences count)."""
+    counts: dict[tuple[str, ...], int] = dict.fromkeys(ngrams, 0)
+    words = tuple(target)
+    for i in range(len(words)):
+        for n in range(1, min(max_n, len(words) - i) + 1):
+            gram = words[i : i + n]
+            if gram in counts:
+                counts[gram] += 1
+    return counts
+
+
 class PieceTable:
-    """G_X, the union of the G_X^m (eq. 7); n-grams scored by eq. 8, with their source pairs."""
+    """G_X, the union of the G_X^m (eq. 7); n-grams scored by eq. 8, with their source pairs
+    and, when pieces are clipped, how often one TM target holds each (the most of any pair)."""
 
     def __init__(self) -> None:
         self.scores: dict[tuple[str, ...], float] = {}
         self.provenance: dict[tuple[str, ...], list[int]] = {}
+        self.limits: dict[tuple[str, ...], int] = {}
+
+    def limit(self, counts: dict[tuple[str, ...], int]) -> None:
+        limits = self.limits
+        for ngram, count in counts.items():
+            if count > limits.get(ngram, 0):
+                limits[ngram] = count
 
     def add(self, ngrams: set[tuple[str, ...]], score: float, segment_id: int) -> None:
         scores = self.scores

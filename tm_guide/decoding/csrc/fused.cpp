@@ -123,8 +123,10 @@ PYBIND11_MODULE(_fused, m) {
       .def_readwrite("threads", &SearchConfig::threads);
 
   py::class_<RewardTable, std::shared_ptr<RewardTable>>(m, "RewardTable")
-      .def(py::init<const std::vector<std::pair<std::vector<int>, double>>&, int, int>(),
-           py::arg("ngrams"), py::arg("max_n"), py::arg("vocab"));
+      .def(py::init<const std::vector<std::pair<std::vector<int>, double>>&, int, int,
+                    const std::vector<int>&>(),
+           py::arg("ngrams"), py::arg("max_n"), py::arg("vocab"),
+           py::arg("limits") = std::vector<int>());
 
   py::class_<Model>(m, "Model")
       .def(py::init<py::dict, py::dict>())

@@ -97,7 +97,8 @@ inline std::vector<std::vector<Closed>> run_search(StepProvider& provider, int b
   std::vector<float> cum_score(batch, 0.0f), cum_logp(batch, 0.0f);
   std::vector<double> cum_reward(batch, 0.0);
   std::vector<std::vector<int>> sequences(batch);
-  std::vector<std::vector<int>> used(batch);  // sorted piece ids
+  std::vector<std::vector<int>> used(batch);  // sorted ids of the limited pieces produced, with
+                                              // repeats (a piece's count is its run's length)
   std::vector<std::vector<Closed>> closed(batch);
   std::vector<char> top_closed(batch, 0);
 
@@ -127,8 +128,10 @@ inline std::vector<std::vector<Closed>> run_search(StepProvider& provider, int b
           const auto* entries = table->after(end - n, n);
           if (!entries) continue;
           for (const auto& e : *entries) {
-            if (n && track_used && std::binary_search(used[r].begin(), used[r].end(), e.piece))
-              continue;
+            if (track_used && e.piece >= 0) {
+              const auto range = std::equal_range(used[r].begin(), used[r].end(), e.piece);
+              if (range.second - range.first >= table->limit(e.piece)) continue;
+            }
             sums[e.slot] += e.score;
           }
         }
@@ -231,11 +234,11 @@ inline std::vector<std::vector<Closed>> run_search(StepProvider& provider, int b
         if (table) {
           const auto& h = new_sequences[i];
           const int upto = std::min<int>(table->max_n(), static_cast<int>(h.size()));
-          for (int n = 2; n <= upto; ++n) {
+          for (int n = 1; n <= upto; ++n) {
             const int piece = table->piece(h.data() + h.size() - n, n);
             if (piece < 0) continue;
-            auto at = std::lower_bound(new_used[i].begin(), new_used[i].end(), piece);
-            if (at == new_used[i].end() || *at != piece) new_used[i].insert(at, piece);
+            new_used[i].insert(std::upper_bound(new_used[i].begin(), new_used[i].end(), piece),
+                               piece);
           }
         }
       }
