@@ -59,7 +59,8 @@ def main() -> None:
     parser.add_argument(
         "--rules",
         default="linear",
-        help="comma-separated PieceWeighting specs, each optionally +clipped (PieceOptions.clipped)",
+        help="comma-separated PieceWeighting specs, each optionally with +clipped "
+        "(PieceOptions.clipped)",
     )
     parser.add_argument("--lambdas", default="6")
     parser.add_argument("--m", type=int, default=10)
@@ -127,9 +128,15 @@ def main() -> None:
     ]
     print(row("best TM match", best, refs, split, bands), flush=True)
     for spec in args.rules.split(","):
-        clipped = spec.endswith("+clipped")
-        weighting = PieceWeighting.parse(spec.removesuffix("+clipped"))
-        options = replace(base, pieces=PieceOptions(m=args.m, weighting=weighting, clipped=clipped))
+        rule, *extras = spec.split("+")
+        options = replace(
+            base,
+            pieces=PieceOptions(
+                m=args.m,
+                weighting=PieceWeighting.parse(rule),
+                clipped="clipped" in extras,
+            ),
+        )
         weighted = [translator.collect_pieces(bundle.encode_source(s), options) for s in sources]
         for lam in (float(x) for x in args.lambdas.split(",")):
             started = time.perf_counter()
@@ -148,6 +155,12 @@ def main() -> None:
                 )
                 print(row(f"{name}, TM targets >= {t:g} as candidates", chosen, refs, split,
                           bands), flush=True)
+                both = [
+                    _verbatim_target(source, p) or out
+                    for source, p, out in zip(sources, pieces, chosen, strict=True)
+                ]
+                print(row(f"{name}, TM targets >= {t:g} as candidates, served", both, refs,
+                          split, bands), flush=True)
     store.close()
 
 

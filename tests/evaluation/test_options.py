@@ -38,8 +38,44 @@ def test_bad_options_are_refused(field: str, value: object) -> None:
 def test_rewarding_pieces_once_reaches_the_decoder_and_the_signature() -> None:
     from tm_guide.evaluation.runner import Runner
 
-    assert options().to_dict()["reward_repeats"] is True
+    assert options().to_dict()["reward_repeats"] is None  # left to the model card
     once = options(reward_repeats=False)
     assert once.to_dict()["reward_repeats"] is False
     runner = Runner(once, translator=None, memory_id=1)
     assert runner.base.search.reward_repeats is False
+
+
+def test_what_the_options_leave_open_comes_from_the_model_card() -> None:
+    """What is served is what is measured: the card's lambda and piece rules."""
+    from tm_guide.evaluation.runner import Runner
+    from tm_guide.model.card import ModelCard
+
+    card = ModelCard(
+        name="m",
+        source_lang="en",
+        target_lang="de",
+        guided_lambda=8.0,
+        guided_reward_repeats=False,
+        guided_clipped=True,
+        guided_weighting="power:2",
+    )
+    served = options().for_model(card)
+    assert (served.lambdas, served.reward_repeats, served.clipped, served.weighting) == (
+        (8.0,),
+        False,
+        True,
+        "power:2",
+    )
+    assert "clipped" in served.reward_rule() and "power:2" in served.reward_rule()
+    runner = Runner(served, translator=None, memory_id=1)
+    assert runner.base.pieces.clipped and runner.base.pieces.weighting.power == 2
+    asked = options(lambdas=(1.0, 2.0), reward_repeats=True).for_model(card)
+    assert asked.lambdas == (1.0, 2.0) and asked.reward_repeats is True
+    assert "eq. 10" in asked.reward_rule()
+    untuned = ModelCard(name="m", source_lang="en", target_lang="de")
+    assert options().for_model(untuned).lambdas == (0.5, 1.0, 1.5, 2.0)
+
+
+def test_a_bad_weighting_is_refused() -> None:
+    with pytest.raises(InvalidInput, match="piece weighting 'cubic'"):
+        options(weighting="cubic")

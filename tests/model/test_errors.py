@@ -105,6 +105,23 @@ def test_card_with_a_mistyped_reward_rule_is_named(bundle_copy: Path) -> None:
         Bundle.load(bundle_copy)
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("guided_clipped", "yes", "'guided_clipped' must be true, false or null"),
+        ("guided_weighting", "cubic", "'guided_weighting': piece weighting 'cubic' is not"),
+        ("guided_weighting", "power:0", "'guided_weighting': piece weighting needs power > 0"),
+        ("guided_weighting", 2, "'guided_weighting': piece weighting '' is not"),
+    ],
+)
+def test_card_with_a_mistyped_piece_rule_is_named(
+    bundle_copy: Path, field: str, value: object, message: str
+) -> None:
+    _rewrite_card(bundle_copy, **{field: value})
+    with pytest.raises(ModelError, match=message):
+        Bundle.load(bundle_copy)
+
+
 def test_card_that_is_not_json_gives_its_line(bundle_copy: Path) -> None:
     (bundle_copy / CARD_FILE).write_text('{\n  "name": "x",\n  oops\n}\n', encoding="utf-8")
     with pytest.raises(ModelError, match=r"model_card\.json:3: invalid JSON"):

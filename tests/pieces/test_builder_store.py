@@ -12,6 +12,7 @@ from tm_guide.pieces.align import ALIGNER_ID, AlignOptions, MemoryAligner
 from tm_guide.pieces.builder import PieceBuilder, PieceOptions
 from tm_guide.pieces.priors import AlignmentPriors
 from tm_guide.pieces.tokenizer import WhitespaceTokenizer
+from tm_guide.pieces.weighting import PieceWeighting
 from tm_guide.records import SegmentRecord
 
 
@@ -86,6 +87,41 @@ def test_options_change_scores_and_filter(store, memory, aligner, gold_tokenizer
     kept = {m.segment.id for m in strict.matches if m.similarity >= 0.8}
     assert all(set(ids) & kept for ids in strict.provenance.values())
     assert len(builder.collect(text, [memory.id], PieceOptions(m=3)).matches) <= 3
+
+
+def test_weighting_and_clipping_follow_the_match(store, memory, aligner, gold_tokenizer):  # type: ignore[no-untyped-def]
+    builder = PieceBuilder(store, gold_tokenizer, aligner=aligner)
+    text = "Do you want to save the document ?"
+    graded = builder.collect(text, [memory.id], PieceOptions(m=20))
+    assert graded.limits == {}  # not clipped: the search's pieces-once limits apply
+    squared = builder.collect(
+        text, [memory.id], PieceOptions(m=20, weighting=PieceWeighting("power", power=2.0))
+    )
+    assert set(squared.ngrams) == set(graded.ngrams)
+    for ngram, score in graded.ngrams.items():
+        assert squared.ngrams[ngram] == pytest.approx(score**2)
+    clipped = builder.collect(text, [memory.id], PieceOptions(m=20, clipped=True))
+    assert set(clipped.limits) == set(clipped.ngrams)
+    for ngram, limit in clipped.limits.items():
+        # the most times one TM target it came from holds it
+        counts = []
+        for match in clipped.matches:
+            if match.segment.id in clipped.provenance[ngram]:
+                target = tuple(match.segment.target_tokens)
+                n = len(ngram)
+                counts.append(sum(target[i : i + n] == ngram for i in range(len(target) - n + 1)))
+        assert limit == max(counts) >= 1, ngram
+
+
+def test_piece_weighting_rules() -> None:
+    assert PieceWeighting.parse("linear").weight(0.7) == 0.7
+    assert PieceWeighting.parse("power:2").weight(0.5) == 0.25
+    step = PieceWeighting.parse("step:0.8:2")
+    assert (step.weight(0.5), step.weight(0.9)) == (0.5, 1.8)
+    assert PieceWeighting.parse("power:2.5").name == "power:2.5"
+    for bad in ("cubic", "power", "power:x", "step:0.5", "power:0", "step:1.5:2"):
+        with pytest.raises(InvalidInput):
+            PieceWeighting.parse(bad)
 
 
 def test_unrelated_input_yields_no_pieces(store, memory, aligner, gold_tokenizer):  # type: ignore[no-untyped-def]

@@ -153,7 +153,7 @@ def test_concurrent_suggestions_share_engine_calls_and_get_their_own_results(
     server, tiny_bundle
 ) -> None:
     client = server.client
-    queries = equal_length_queries(tiny_bundle, 7)
+    queries = equal_length_queries(tiny_bundle, 8)
     options: list[dict[str, Any]] = [
         {},
         {"unguided": True},
@@ -162,6 +162,7 @@ def test_concurrent_suggestions_share_engine_calls_and_get_their_own_results(
         {},
         {"binary_reward": True},
         {"lambda": 4.0, "reward_repeats": False},
+        {"lambda": 4.0, "reward_repeats": False, "clipped": True, "weighting": "power:2"},
     ]
     bodies = [
         {"source": query, "memories": ["tm"], "options": opts}
@@ -192,6 +193,8 @@ def test_bad_requests_among_concurrent_ones_fail_alone(server, tiny_bundle) -> N
         ({"source": queries[0], "memories": ["tm"], "options": {"beam_size": 0}}, 400),
         ({"source": queries[0], "memories": ["tm"], "options": {"lambda": "much"}}, 400),
         ({"source": queries[0], "memories": ["tm"], "options": {"reward_repeats": "no"}}, 400),
+        ({"source": queries[0], "memories": ["tm"], "options": {"weighting": "cubic"}}, 400),
+        ({"source": queries[0], "memories": ["tm"], "options": {"clipped": 1}}, 400),
         ({"source": queries[0], "memories": ["french"]}, 422),
     ]
 

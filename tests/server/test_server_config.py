@@ -71,6 +71,12 @@ def test_piece_reward_rule_comes_from_the_request_else_the_model_card() -> None:
     assert (chosen.search.reward_repeats, chosen.search.lam) == (False, 6.0)
     asked = translate_options(MTOptions(reward_repeats=True), 10, [1], compute, once)
     assert asked.search.reward_repeats is True  # the request's own choice
+    assert not chosen.pieces.clipped and chosen.pieces.weighting.rule == "linear"
+    tuned = dataclasses.replace(once, guided_clipped=True, guided_weighting="power:2")
+    served = translate_options(MTOptions(), 10, [1], compute, tuned)
+    assert served.pieces.clipped and served.pieces.weighting.power == 2.0
+    mine = translate_options(MTOptions(clipped=False, weighting="linear"), 10, [1], compute, tuned)
+    assert not mine.pieces.clipped and mine.pieces.weighting.rule == "linear"
 
 
 @pytest.mark.parametrize(

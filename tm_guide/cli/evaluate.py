@@ -48,14 +48,38 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--lambdas",
         type=_floats,
-        default=PAPER_LAMBDAS,
-        help="lambdas tuned on dev (default 0.5,1,1.5,2)",
+        default=None,
+        help="lambdas tuned on dev (default: the model card's guided_lambda, as served; "
+        f"without one the paper's {','.join(f'{x:g}' for x in PAPER_LAMBDAS)})",
     )
-    parser.add_argument(
+    rule = parser.add_mutually_exclusive_group()
+    rule.add_argument(
         "--pieces-once",
-        action="store_true",
+        action="store_const",
+        dest="reward_rule",
+        const="once",
         help="reward a piece of 2+ tokens once per hypothesis instead of every time it is "
         "produced (eq. 10)",
+    )
+    rule.add_argument(
+        "--clipped",
+        action="store_const",
+        dest="reward_rule",
+        const="clipped",
+        help="reward each piece, single tokens included, at most as often as its TM target "
+        "holds it",
+    )
+    rule.add_argument(
+        "--eq10",
+        action="store_const",
+        dest="reward_rule",
+        const="eq10",
+        help="reward every occurrence of a piece (eq. 10)",
+    )
+    parser.add_argument(
+        "--weighting",
+        help="piece weight from the match similarity s: linear (s), power:P or step:T:H "
+        "(default: the model card's guided_weighting, else linear)",
     )
     parser.add_argument("--m", type=int, default=10, help="retrieval size of the main run")
     parser.add_argument(
@@ -110,7 +134,9 @@ def handle(args: argparse.Namespace) -> int:
         output_dir=args.output,
         db_url=args.db,
         lambdas=args.lambdas,
-        reward_repeats=not args.pieces_once,
+        reward_repeats=None if args.reward_rule is None else args.reward_rule == "eq10",
+        clipped=None if args.reward_rule is None else args.reward_rule == "clipped",
+        weighting=args.weighting,
         m=args.m,
         m_values=args.m_values,
         engines=tuple(e.strip() for e in args.engines.split(",") if e.strip()),
@@ -130,7 +156,7 @@ def handle(args: argparse.Namespace) -> int:
     written = write_report(results, options.output_dir, plots=not args.no_plots)
     test = results["test"]
     print(f"report: {written['markdown']}")
-    for key in ("unguided", "guided", "binary_reward", "best_match"):
+    for key in ("unguided", "guided", "served", "binary_reward", "best_match"):
         if key in test:
             print(f"  {key:14s} BLEU {test[key]['bleu']:6.2f}  chrF {test[key]['chrf']:6.2f}")
     return 0

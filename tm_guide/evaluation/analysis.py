@@ -25,7 +25,9 @@ from tm_guide.evaluation.similarity import mean_similarity, median_split, simila
 from tm_guide.evaluation.testset import TestSet
 
 # Systems compared on the test set, in report order; "unguided" is the baseline of the tests.
-TEST_SYSTEMS: tuple[str, ...] = ("unguided", "guided", "binary_reward", "best_match")
+TEST_SYSTEMS: tuple[str, ...] = ("unguided", "guided", "served", "binary_reward", "best_match")
+# best-match similarity deciles; the last holds 1.0
+DECILES: tuple[tuple[float, float], ...] = tuple((i / 10, (i + 1) / 10) for i in range(10))
 
 
 @dataclass(frozen=True)
@@ -112,6 +114,7 @@ def build_results(run: RunData, progress: bool = False) -> dict[str, Any]:
         "options": options.to_dict(),
         "best_lambda": run.best_lambda,
         "lambda_choice": run.lambda_choice,
+        "reward_rule": options.reward_rule(),
         "notes": list(run.notes),
         "data": {
             "test": _set_info(run.test, options.test, run.test_total),
@@ -174,6 +177,29 @@ def build_results(run: RunData, progress: bool = False) -> dict[str, Any]:
             ("low", split.low),
         )
     }
+
+    # Quality per best-match similarity decile: where the TM holds a close match, the suggestion
+    # has to beat that match's target; where it does not, the unguided model.
+    results["deciles"] = []
+    for low, high in DECILES:
+        inside = [
+            i
+            for i, s in enumerate(run.similarities)
+            if low <= s < high or (high == 1.0 and s == 1.0)
+        ]
+        results["deciles"].append(
+            {
+                "low": low,
+                "high": high,
+                "sentences": len(inside),
+                "bleu": {
+                    key: corpus_score(subset(hyps, inside), subset(refs, inside)).bleu
+                    if inside
+                    else None
+                    for key, hyps in run.test_outputs.items()
+                },
+            }
+        )
 
     # Table 7.
     tokenize = bleu_tokenizer()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +21,15 @@ class EvalOptions:
     tm          a memory name in the store at `db_url`, or a TSV file of TM pairs, imported and
                 aligned into a throwaway SQLite store
     model       the model bundle directory
-    lambdas     candidate piece weights, tuned on dev (paper: 0.5, 1, 1.5, 2)
-    reward_repeats  True: eq. 10, a piece is rewarded every time it is produced; False: a piece of
-                two or more tokens once per hypothesis (SearchOptions.reward_repeats)
+    lambdas     candidate piece weights, tuned on dev (paper: 0.5, 1, 1.5, 2); None: the model
+                card's guided_lambda (what the server uses), else the paper's
+    reward_repeats  True: eq. 10, a piece is rewarded every time it is produced; False: each piece
+                at most its limit times per hypothesis (SearchOptions.reward_repeats)
+    clipped     with repeats off, each piece limited to its count in its TM target
+                (PieceOptions.clipped)
+    weighting   how a piece's weight follows its match's similarity (a PieceWeighting spec)
+                reward_repeats, clipped and weighting: None takes the model card's, as the server
+                does (`for_model`)
     m           retrieval size of the main run (paper section 4.5: 10 is a good setting)
     m_values    retrieval sizes of the Figure 4-6 sweep
     engines     decoding engines to time for Table 8; the first one produces the quality numbers
@@ -41,8 +47,10 @@ class EvalOptions:
     output_dir: Path
     dev: Path | None = None
     db_url: str | None = None
-    lambdas: tuple[float, ...] = PAPER_LAMBDAS
-    reward_repeats: bool = True
+    lambdas: tuple[float, ...] | None = None
+    reward_repeats: bool | None = None
+    clipped: bool | None = None
+    weighting: str | None = None
     m: int = 10
     m_values: tuple[int, ...] = PAPER_M_VALUES
     engines: tuple[str, ...] = ("torch",)
@@ -59,7 +67,7 @@ class EvalOptions:
     progress: bool = True
 
     def __post_init__(self) -> None:
-        if not self.lambdas or any(lam < 0 for lam in self.lambdas):
+        if self.lambdas is not None and (not self.lambdas or any(lam < 0 for lam in self.lambdas)):
             raise InvalidInput(
                 "lambdas must be a non-empty list of non-negative weights", field="lambdas"
             )
@@ -73,6 +81,37 @@ class EvalOptions:
             raise InvalidInput("beam_size and batch_size must be >= 1, timing_limit >= 0")
         if self.threads < 0:
             raise InvalidInput(f"threads must be >= 0, not {self.threads}", field="threads")
+        if self.weighting is not None:
+            from tm_guide.pieces.weighting import PieceWeighting
+
+            PieceWeighting.parse(self.weighting)
+
+    def for_model(self, card: Any) -> EvalOptions:
+        """These options with what they leave open taken from the model card, as the server
+        takes it: the tuned lambda and the reward rule it was tuned with."""
+        lambdas = self.lambdas
+        if lambdas is None:
+            lambdas = (card.guided_lambda,) if card.guided_lambda is not None else PAPER_LAMBDAS
+        return replace(
+            self,
+            lambdas=lambdas,
+            reward_repeats=_first(self.reward_repeats, card.guided_reward_repeats, True),
+            clipped=_first(self.clipped, card.guided_clipped, False),
+            weighting=_first(self.weighting, card.guided_weighting, "linear"),
+        )
+
+    def reward_rule(self) -> str:
+        """The reward rule in words, for reports."""
+        if self.reward_repeats is not False:
+            rule = "every occurrence of a piece rewarded (eq. 10)"
+        elif self.clipped:
+            rule = "each piece rewarded at most as often as its TM target holds it (clipped)"
+        else:
+            rule = "pieces of two or more tokens rewarded once per hypothesis"
+        weighting = self.weighting or "linear"
+        if weighting != "linear":
+            rule += f", piece weights {weighting} of the match similarity"
+        return rule
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready; paths as given, so a run with relative paths records no machine paths."""
@@ -92,3 +131,7 @@ def display_path(path: Path) -> str:
         return str(path.resolve().relative_to(Path.cwd().resolve()))
     except ValueError:
         return str(path)
+
+
+def _first(*values: Any) -> Any:
+    return next(v for v in values if v is not None)

@@ -18,6 +18,7 @@ REPORT_MD = "README.md"
 SYSTEM_LABELS = {
     "unguided": "NMT (unguided)",
     "guided": "Guided (ours)",
+    "served": "Served (a 100 match's target, else guided)",
     "binary_reward": "1/0 reward",
     "best_match": "Best TM match only",
 }
@@ -70,13 +71,7 @@ def render_markdown(results: dict[str, Any], figures: dict[str, str]) -> str:
         f"Main run: engine `{results['options']['engines'][0]}`, "
         f"beam {results['options']['beam_size']}, "
         f"M = {results['options']['m']}, lambda = {results['best_lambda']} "
-        f"({results['lambda_choice']})"
-        + (
-            ""
-            if results["options"].get("reward_repeats", True)
-            else ", pieces of two or more tokens rewarded once per hypothesis"
-        )
-        + ".",
+        f"({results['lambda_choice']}), {_reward_rule(results)}.",
         "",
     ]
     for note in results.get("notes", []):
@@ -205,6 +200,30 @@ def render_markdown(results: dict[str, Any], figures: dict[str, str]) -> str:
     if "similarity_histogram" in figures:
         out += [f"![similarity histogram]({figures['similarity_histogram']})", ""]
 
+    deciles = results.get("deciles")
+    if deciles:
+        keys = [k for k in SYSTEM_LABELS if k in deciles[0]["bleu"]]
+        out += [
+            "## Quality by similarity of the best TM match",
+            "",
+            "BLEU of each system on the test sentences whose best TM match (eq. 9) falls in each "
+            "decile. From 0.5 up the suggestion has to beat the best match's target, below it "
+            "the unguided model.",
+            "",
+            _table(
+                ["similarity", "sentences", *[SYSTEM_LABELS[k] for k in keys]],
+                [
+                    [
+                        f"{row['low']:.1f}-{row['high']:.1f}",
+                        row["sentences"],
+                        *["-" if row["bleu"][k] is None else row["bleu"][k] for k in keys],
+                    ]
+                    for row in deciles
+                ],
+            ),
+            "",
+        ]
+
     counts = results["count_gamma"]
     gammas = counts["gammas"]
     out += [
@@ -238,7 +257,7 @@ def render_markdown(results: dict[str, Any], figures: dict[str, str]) -> str:
     ]
     header = ["stage", *timing["engines"].keys()]
     stages = [
-        ("base (unguided) decoding", "base_decoding"),
+        ("native CTranslate2 beam search (unguided)", "base_decoding"),
         ("search engine retrieval", "retrieval"),
         ("translation piece collection", "pieces"),
         ("guided decoding", "guided_decoding"),
@@ -288,7 +307,7 @@ def render_markdown(results: dict[str, Any], figures: dict[str, str]) -> str:
         "option, so a TM aligned afresh (`--tm` given as a TSV) yields slightly different pieces "
         "from run to run, and the guided scores move with them by tenths of a point (the "
         "unguided and best-match scores do not). To compare systems on the same alignments, "
-        "import and align the TM once into a store and pass its memory name with `--db`.",
+        "give `--db`: the TM is then imported and aligned into that store once and reused.",
         "",
         "```json",
         json.dumps(sig, indent=2, sort_keys=True),
@@ -322,3 +341,12 @@ def _threads(options: dict[str, Any]) -> str:
     if threads == 0:
         return "engine threads: the libraries' defaults"
     return f"{threads} engine thread{'s' if threads != 1 else ''} (CTranslate2 and PyTorch alike)"
+
+
+def _reward_rule(results: dict[str, Any]) -> str:
+    """The reward rule as the results name it (reports written before they did: from options)."""
+    if "reward_rule" in results:
+        return str(results["reward_rule"])
+    if results["options"].get("reward_repeats", True):
+        return "every occurrence of a piece rewarded (eq. 10)"
+    return "pieces of two or more tokens rewarded once per hypothesis"

@@ -23,6 +23,7 @@ from tm_guide.evaluation.options import EvalOptions, display_path
 from tm_guide.evaluation.signature import model_checksum
 from tm_guide.evaluation.testset import TestSet, read_tsv
 from tm_guide.pieces import PieceOptions
+from tm_guide.pieces.weighting import PieceWeighting
 
 EVAL_MEMORY = "eval-tm"
 
@@ -41,25 +42,25 @@ def open_tm(
     tm: str, db_url: str | None, bundle: Any, progress: bool = True
 ) -> Iterator[tuple[Any, Any]]:
     """(store, memory): memory `tm` of the store at `db_url` (its stale segments aligned first),
-    or a TSV file `tm` imported and aligned into a throwaway store."""
+    or a TSV file `tm` imported and aligned: into memory `eval-<file stem>` of the store at
+    `db_url`, which keeps it (and its word alignment) for the next run, else into a throwaway
+    store."""
     from tm_guide.pieces.align import MemoryAligner
     from tm_guide.store import Store
 
     tm_path = Path(tm)
     if tm_path.suffix.lower() == ".tsv" and tm_path.is_file():
-        from tm_guide.formats.parallel import read_tsv as read_tm_tsv
-
+        if db_url is not None:
+            store = Store.open(db_url)
+            try:
+                yield store, _tsv_memory(store, tm_path, bundle, progress)
+            finally:
+                store.close()
+            return
         with tempfile.TemporaryDirectory(prefix="tm-guide-eval-") as tmp:
             store = Store.open(f"sqlite:///{tmp}/tm.sqlite", index_dir=Path(tmp) / "index")
             try:
-                card = bundle.card
-                memory = store.create_memory(EVAL_MEMORY, card.source_lang, card.target_lang)
-                records = read_tm_tsv(tm_path, card.source_lang, card.target_lang)
-                store.import_records(memory, records, progress=progress)
-                MemoryAligner(store, bundle).align_memory(
-                    store.get_memory(memory.id), mode="full", progress=progress
-                )
-                yield store, store.get_memory(memory.id)
+                yield store, _tsv_memory(store, tm_path, bundle, progress)
             finally:
                 store.close()
         return
@@ -75,6 +76,29 @@ def open_tm(
         yield store, store.get_memory(memory.id)
     finally:
         store.close()
+
+
+def _tsv_memory(store: Any, tm_path: Path, bundle: Any, progress: bool) -> Any:
+    """The memory holding the TSV's pairs, aligned: imported on first use; on later runs the
+    same memory, with only what is stale aligned again."""
+    from tm_guide.errors import NotFound
+    from tm_guide.formats.parallel import read_tsv as read_tm_tsv
+    from tm_guide.pieces.align import MemoryAligner
+
+    card = bundle.card
+    name = f"{EVAL_MEMORY}-{tm_path.stem}"
+    try:
+        memory = store.get_memory(name)
+        mode = "stale"
+    except NotFound:
+        memory = store.create_memory(name, card.source_lang, card.target_lang)
+        records = read_tm_tsv(tm_path, card.source_lang, card.target_lang)
+        store.import_records(memory, records, progress=progress)
+        mode = "full"
+    MemoryAligner(store, bundle).align_memory(
+        store.get_memory(memory.id), mode=mode, progress=progress
+    )
+    return store.get_memory(memory.id)
 
 
 def _load_set(path: Path, options: EvalOptions) -> tuple[TestSet, int]:
@@ -93,9 +117,13 @@ class Runner:
         self.translator = translator
         self.base = TranslateOptions(
             search=SearchOptions(
-                beam_size=options.beam_size, reward_repeats=options.reward_repeats
+                beam_size=options.beam_size, reward_repeats=bool(options.reward_repeats)
             ),
-            pieces=PieceOptions(m=options.m),
+            pieces=PieceOptions(
+                m=options.m,
+                clipped=bool(options.clipped),
+                weighting=PieceWeighting.parse(options.weighting or "linear"),
+            ),
             engine=EngineOptions(
                 engine=options.engines[0],
                 device=options.device,
@@ -107,7 +135,7 @@ class Runner:
         )
 
     def collect(self, data: TestSet, m: int, binary: bool = False) -> CollectedPieces:
-        options = replace(self.base, pieces=PieceOptions(m=m, binary_reward=binary))
+        options = replace(self.base, pieces=replace(self.base.pieces, m=m, binary_reward=binary))
         clock = time.perf_counter
         found, retrieval, total = [], 0.0, 0.0
         label = f"{data.name}: pieces M={m}" + (" (1/0)" if binary else "")
@@ -151,6 +179,22 @@ class Runner:
         return outputs, seconds / max(len(sources), 1)
 
 
+def served_outputs(
+    sources: Sequence[str], pieces: Sequence[Any], guided: Sequence[str]
+) -> list[str]:
+    """What the server suggests: the target of a TM segment whose source is the sentence itself
+    (a 100 match, as CAT tools insert it), else the guided translation."""
+    out = []
+    for source, found, output in zip(sources, pieces, guided, strict=True):
+        verbatim = [
+            m.segment
+            for m in (found.matches if found is not None else [])
+            if m.segment.source == source
+        ]
+        out.append(max(verbatim, key=lambda s: s.id).target if verbatim else output)
+    return out
+
+
 def best_match_outputs(pieces: Sequence[Any]) -> tuple[list[str], list[float]]:
     """The best-match baseline and eq. 11 similarity of each sentence (0 when nothing was found)."""
     targets, similarities = [], []
@@ -172,6 +216,9 @@ def run_evaluation(options: EvalOptions, command: str) -> dict[str, Any]:
     dev, dev_total = _load_set(options.dev, options) if options.dev else (None, 0)
     bundle = Bundle.load(options.model, device=options.device, intra_threads=options.threads)
     notes: list[str] = []
+    from_card = options.lambdas is None and bundle.card.guided_lambda is not None
+    options = options.for_model(bundle.card)
+    lambdas: tuple[float, ...] = options.lambdas or ()
     if options.limit is not None:
         notes.append(
             f"Sample: {len(test)} of {test_total} test sentences"
@@ -190,25 +237,28 @@ def run_evaluation(options: EvalOptions, command: str) -> dict[str, Any]:
             dev_outputs["unguided"], _ = runner.decode(
                 dev.sources, dev_pieces.pieces, 0.0, desc="dev: unguided"
             )
-            for lam in options.lambdas:
+            for lam in lambdas:
                 dev_guided[lam], _ = runner.decode(
                     dev.sources, dev_pieces.pieces, lam, desc=f"dev: lambda {lam}"
                 )
             from tm_guide.evaluation.scoring import corpus_score
 
             best_lambda = max(
-                options.lambdas,
+                lambdas,
                 key=lambda lam: (corpus_score(dev_guided[lam], dev.references).bleu, -lam),
             )
-            lambda_choice = "tuned on dev by BLEU"
+            lambda_choice = "the model card's" if from_card else "tuned on dev by BLEU"
             dev_outputs["guided"] = dev_guided[best_lambda]
+            dev_outputs["served"] = served_outputs(
+                dev.sources, dev_pieces.pieces, dev_outputs["guided"]
+            )
             dev_binary = runner.collect(dev, options.m, binary=True)
             dev_outputs["binary_reward"], _ = runner.decode(
                 dev.sources, dev_binary.pieces, best_lambda, desc="dev: 1/0 reward"
             )
         else:
-            best_lambda = options.lambdas[0]
-            lambda_choice = "no dev set: first lambda given"
+            best_lambda = lambdas[0]
+            lambda_choice = "the model card's" if from_card else "no dev set: first lambda given"
 
         main = runner.collect(test, options.m)
         unguided, base_time = runner.decode(test.sources, main.pieces, 0.0, desc="test: unguided")
@@ -275,6 +325,7 @@ def run_evaluation(options: EvalOptions, command: str) -> dict[str, Any]:
             test_outputs={
                 "unguided": unguided,
                 "guided": guided,
+                "served": served_outputs(test.sources, main.pieces, guided),
                 "binary_reward": binary_out,
                 "best_match": best_match,
             },

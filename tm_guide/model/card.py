@@ -57,6 +57,12 @@ class ModelCard:
     # whether that lambda was tuned with eq. 10's reward of every occurrence of a piece (True) or
     # with pieces of 2+ tokens rewarded once per hypothesis (False); None: eq. 10
     guided_reward_repeats: bool | None = None
+    # with repeats off: whether each piece was limited to its count in the TM target
+    # (PieceOptions.clipped) when lambda was tuned; None: not (pieces of 2+ tokens once)
+    guided_clipped: bool | None = None
+    # how pieces were weighed by their match's similarity (a PieceWeighting spec such as
+    # "power:2"); None: eq. 8's similarity itself
+    guided_weighting: str | None = None
     files: dict[str, str] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -94,6 +100,12 @@ class ModelCard:
         reward_repeats = data.get("guided_reward_repeats")
         if reward_repeats is not None and not isinstance(reward_repeats, bool):
             raise ModelError(f"{where}: field 'guided_reward_repeats' must be true, false or null")
+        clipped = data.get("guided_clipped")
+        if clipped is not None and not isinstance(clipped, bool):
+            raise ModelError(f"{where}: field 'guided_clipped' must be true, false or null")
+        weighting = data.get("guided_weighting")
+        if weighting is not None:
+            _check_weighting(weighting, where)
         known = {f.name for f in fields(cls)} - {"extra"}
         return cls(
             name=data["name"],
@@ -112,6 +124,8 @@ class ModelCard:
             ),
             guided_lambda=guided_lambda,
             guided_reward_repeats=reward_repeats,
+            guided_clipped=clipped,
+            guided_weighting=weighting,
             files=dict(files),
             extra={k: v for k, v in data.items() if k not in known},
         )
@@ -191,3 +205,13 @@ def verify_files(bundle_dir: Path, card: ModelCard) -> None:
                 f"{file_path}: checksum mismatch (sha256 {actual}, {CARD_FILE} says {expected}); "
                 "the file is corrupted or was replaced"
             )
+
+
+def _check_weighting(spec: Any, where: str) -> None:
+    from tm_guide.errors import InvalidInput
+    from tm_guide.pieces.weighting import PieceWeighting
+
+    try:
+        PieceWeighting.parse(spec if isinstance(spec, str) else "")
+    except InvalidInput as exc:
+        raise ModelError(f"{where}: field 'guided_weighting': {exc.message}") from None

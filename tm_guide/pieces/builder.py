@@ -139,7 +139,9 @@ class PieceBuilder:
         table = PieceTable()
         for hit, pair, comparison in zip(hits, pairs, comparisons, strict=True):
             ngrams = select_pieces(comparison, pair, options.max_n, options.min_similarity)
-            score = 1.0 if options.binary_reward else options.weighting.weight(comparison.similarity)
+            score = (
+                1.0 if options.binary_reward else options.weighting.weight(comparison.similarity)
+            )
             table.add(ngrams, score, pair.segment_id)
             if options.clipped and ngrams:
                 table.limit(occurrences(pair.target, ngrams, options.max_n))

@@ -22,8 +22,12 @@ class MTOptions:
     beam_size: int | None = None
     min_similarity: float | None = None
     binary_reward: bool = False
-    # False: a piece of 2+ tokens is rewarded once per hypothesis; None: as the lambda was tuned
+    # False: a piece is rewarded at most its limit times per hypothesis; None: as the lambda was
+    # tuned (the model card), else eq. 10
     reward_repeats: bool | None = None
+    # the piece rules the lambda is tuned with (PieceOptions); None: the model card's
+    clipped: bool | None = None
+    weighting: str | None = None
     unguided: bool = False
     engine: str | None = None  # None: the server's (Compute.engine)
 
@@ -76,10 +80,12 @@ def translate_options(
     the engine and its thread count are the server's (`Compute`), and lambda is the request's,
     else the server's setting, else the one tuned for the model (`card.guided_lambda`), else the
     library default. Whether pieces are rewarded at every occurrence is the request's, else the
-    way that lambda was tuned (`card.guided_reward_repeats`), else eq. 10."""
+    way that lambda was tuned (`card.guided_reward_repeats`), else eq. 10; so are the piece rules
+    (clipped counts and weighting by similarity: `card.guided_clipped`, `card.guided_weighting`)."""
     from tm_guide.decoding.search import SearchOptions
     from tm_guide.decoding.translator import EngineOptions, TranslateOptions
     from tm_guide.pieces import PieceOptions
+    from tm_guide.pieces.weighting import PieceWeighting
 
     search = SearchOptions()
     for lam in (options.lam, compute.default_lambda, getattr(card, "guided_lambda", None)):
@@ -92,7 +98,14 @@ def translate_options(
             break
     if options.beam_size is not None:
         search = replace(search, beam_size=options.beam_size)
-    pieces = PieceOptions(m=m, binary_reward=options.binary_reward)
+    pieces = PieceOptions(
+        m=m,
+        binary_reward=options.binary_reward,
+        clipped=_first(options.clipped, getattr(card, "guided_clipped", None), False),
+        weighting=PieceWeighting.parse(
+            _first(options.weighting, getattr(card, "guided_weighting", None), "linear")
+        ),
+    )
     if options.min_similarity is not None:
         pieces = replace(pieces, min_similarity=options.min_similarity)
     return TranslateOptions(
@@ -105,6 +118,12 @@ def translate_options(
         max_length_ratio=MAX_LENGTH_RATIO,
         return_unguided=options.unguided,
     )
+
+
+def _first(*values: Any) -> Any:
+    """The first value that is not None (the request's, then the model card's, then the
+    library default)."""
+    return next(v for v in values if v is not None)
 
 
 def model_info(translator: Any) -> dict[str, Any]:

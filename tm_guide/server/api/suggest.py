@@ -8,6 +8,7 @@ from flask import Blueprint, Response, jsonify
 
 from tm_guide import languages
 from tm_guide.errors import InvalidInput, NotFound
+from tm_guide.pieces.weighting import PieceWeighting
 from tm_guide.server.api.common import services
 from tm_guide.server.auth import current_principal, require
 from tm_guide.server.config import MAX_LAMBDA
@@ -32,6 +33,8 @@ OPTION_FIELDS = frozenset(
         "min_similarity",
         "binary_reward",
         "reward_repeats",
+        "clipped",
+        "weighting",
         "min_match",
         "max_matches",
     }
@@ -157,6 +160,12 @@ def _options(body: dict[str, Any]) -> SuggestOptions:
         in_range(beam_size, 1, limits.max_beam_size, "options.beam_size")
     if min_similarity is not None:
         in_range(min_similarity, 0.0, 1.0, "options.min_similarity")
+    weighting = get_field(opts, "weighting", str, path=path)
+    if weighting is not None:
+        try:
+            PieceWeighting.parse(weighting)
+        except InvalidInput as exc:
+            raise InvalidInput(exc.message, field="options.weighting") from None
     return SuggestOptions(
         memories=_memories(body),
         m=int(in_range(m, 1, limits.max_m, "options.m")),
@@ -170,6 +179,9 @@ def _options(body: dict[str, Any]) -> SuggestOptions:
             min_similarity=min_similarity,
             binary_reward=get_field(opts, "binary_reward", bool, path=path, default=False),
             reward_repeats=get_field(opts, "reward_repeats", bool, path=path),
+            clipped=get_field(opts, "clipped", bool, path=path),
+            weighting=weighting,
+
             unguided=get_field(opts, "unguided", bool, path=path, default=False),
         ),
     )
