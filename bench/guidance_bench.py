@@ -116,15 +116,20 @@ def main() -> None:
     header = ["system", "all", "half-H", "half-L"]
     header += [f"{lo:.1f}-{min(hi, 1):.1f}" for lo, hi in BANDS] + ["repeated"]
     threshold = min(similarities[i] for i in split.high) if split.high else 0.0
-    print(f"\n{len(sources)} sentences; half-H: similarity >= {threshold:.3f}; band sizes "
-          + ", ".join(str(len(b)) for b in bands) + "\n")
+    print(
+        f"\n{len(sources)} sentences; half-H: similarity >= {threshold:.3f}; band sizes "
+        + ", ".join(str(len(b)) for b in bands)
+        + "\n"
+    )
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     unguided = decode(replace(base, search=replace(base.search, lam=0.0)), pieces)
     print(row("unguided", unguided, refs, split, bands), flush=True)
     best = [
         best_match_target([Candidate(m.similarity, m.segment.target) for m in p.matches])
-        if p is not None else "" for p in pieces
+        if p is not None
+        else ""
+        for p in pieces
     ]
     print(row("best TM match", best, refs, split, bands), flush=True)
     for spec in args.rules.split(","):
@@ -147,20 +152,33 @@ def main() -> None:
             ]
             name = f"{spec} lambda {lam:g}"
             print(row(name, guided, refs, split, bands), flush=True)
-            print(row(f"{name}, served", served, refs, split, bands)
-                  + f" {time.perf_counter() - started:.0f} s", flush=True)
+            print(
+                row(f"{name}, served", served, refs, split, bands)
+                + f" {time.perf_counter() - started:.0f} s",
+                flush=True,
+            )
             for t in (float(x) for x in args.candidates.split(",") if x):
                 chosen = choose_with_tm_targets(
                     translator, sources, guided, weighted, lam, t, base.search
                 )
-                print(row(f"{name}, TM targets >= {t:g} as candidates", chosen, refs, split,
-                          bands), flush=True)
+                print(
+                    row(f"{name}, TM targets >= {t:g} as candidates", chosen, refs, split, bands),
+                    flush=True,
+                )
                 both = [
                     _verbatim_target(source, p) or out
                     for source, p, out in zip(sources, pieces, chosen, strict=True)
                 ]
-                print(row(f"{name}, TM targets >= {t:g} as candidates, served", both, refs,
-                          split, bands), flush=True)
+                print(
+                    row(
+                        f"{name}, TM targets >= {t:g} as candidates, served",
+                        both,
+                        refs,
+                        split,
+                        bands,
+                    ),
+                    flush=True,
+                )
     store.close()
 
 
@@ -183,9 +201,7 @@ def choose_with_tm_targets(
     for source, output, found in zip(sources, guided, pieces, strict=True):
         candidates = [output]
         if found is not None:
-            candidates += [
-                m.segment.target for m in found.matches if m.similarity >= threshold
-            ]
+            candidates += [m.segment.target for m in found.matches if m.similarity >= threshold]
         if len(candidates) == 1:
             out.append(output)
             continue

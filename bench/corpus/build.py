@@ -26,6 +26,8 @@ sys.path.append(str(HERE.parents[1]))  # the repository root, for tm_guide (TMX 
 
 from catalogues import CleaningOptions, clean_pairs, read_mo  # noqa: E402
 from debs import download, extract, iter_members  # noqa: E402
+from doc_pairs import MANUALS, pair_manual  # noqa: E402
+from doc_pairs import PACKAGES as DOC_PACKAGES  # noqa: E402
 from help_pairs import pair_pages  # noqa: E402
 from similarity import best_match_similarities, shares  # noqa: E402
 
@@ -283,6 +285,40 @@ def build_help(lang: str, cache: Path, out: Path, options: SplitOptions, stats: 
     return report
 
 
+def build_docs(cache: Path, out: Path, options: SplitOptions, stats: bool) -> dict:
+    """The second domain: Debian's manuals (doc_pairs.py), split by section like the help, and
+    then with every dev and test source that the TM holds removed, so that no test sentence has
+    a verbatim match and the guided translation has to earn every point."""
+    debs = download(DOC_PACKAGES, cache / "debs")
+    roots = {p: extract(debs[p], cache / "unpacked" / p) for p in DOC_PACKAGES}
+    sections, skipped = [], []
+    for manual in MANUALS:
+        found, missed = pair_manual(manual, roots)
+        sections += found
+        skipped += missed
+    split = split_pages(sections, options)
+    in_tm = {source for source, _ in split.tm}
+    split.test = [p for p in split.test if p[0] not in in_tm]
+    split.dev = [p for p in split.dev if p[0] not in in_tm]
+    folder = out / "debian-docs-en-de"
+    for name in ("tm", "dev", "test"):
+        write_tsv(folder / f"{name}.tsv", getattr(split, name))
+    report = {
+        "domain": "Debian manuals: " + ", ".join(m.name for m in MANUALS),
+        "split_options": asdict(options),
+        "sections": split.pages,
+        "pages_skipped": skipped,
+        "segments": {name: len(getattr(split, name)) for name in ("tm", "dev", "test")},
+        "tmx": write_tmx_if_available(folder / "tm.tmx", split.tm, "de"),
+    }
+    if stats:
+        best = best_match_similarities([s for s, _ in split.test], [s for s, _ in split.tm])
+        report["test_best_match_share"] = shares(best)
+    (folder / "stats.json").write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps(report, indent=2))
+    return report
+
+
 def build_training(cache: Path, out: Path, seed: int, held_out: set[str]) -> dict:
     debs = download(CATALOGUE_PACKAGES, cache / "debs")
     options = CleaningOptions()
@@ -318,6 +354,11 @@ def build_training(cache: Path, out: Path, seed: int, held_out: set[str]) -> dic
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--langs", nargs="+", default=["de"], choices=["de", "fr", "es"])
+    parser.add_argument(
+        "--docs",
+        action="store_true",
+        help="also build the second domain (Debian manuals, en-de) into data/debian-docs-en-de",
+    )
     parser.add_argument("--no-train", action="store_true", help="skip the training corpus")
     parser.add_argument("--no-stats", action="store_true", help="skip the TM match statistics")
     parser.add_argument("--seed", type=int, default=13)
@@ -327,6 +368,11 @@ def main(argv: list[str] | None = None) -> int:
     options = SplitOptions(seed=args.seed)
     for lang in args.langs:
         build_help(lang, args.cache, args.out, options, stats=not args.no_stats)
+    if args.docs:
+        # the manuals hold a fifth of the help's segments: three times the shares give a test set
+        # of a useful size
+        docs = SplitOptions(seed=args.seed, test_share=0.15, dev_share=0.075)
+        build_docs(args.cache, args.out, docs, stats=not args.no_stats)
     if not args.no_train:
         held_out = {
             source.lower()
