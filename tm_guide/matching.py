@@ -12,6 +12,9 @@ tmserver threshold (75) is set against: character-level Levenshtein similarity i
 from __future__ import annotations
 
 import re
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
 
 from rapidfuzz.distance import Levenshtein
 
@@ -36,6 +39,27 @@ def match_percentage(
         return 100
     similarity = Levenshtein.normalized_similarity(words(query), words(tm_source))
     return min(99, int(similarity * 100))
+
+
+def exact_match(scored: Sequence[tuple[int, Any]]) -> tuple[int, Any] | None:
+    """The (percentage, segment) a CAT tool inserts for a source the TM holds verbatim: among
+    matches of 100 or more, the highest percentage (101 before 100); then a target that differs
+    from its source (a copy is usually a segment nobody translated); then the target the most
+    such segments agree on; then the most recent segment. None when no match reaches 100."""
+    exact = [(match, segment) for match, segment in scored if match >= 100]
+    if not exact:
+        return None
+    top = max(match for match, _ in exact)
+    exact = [(match, segment) for match, segment in exact if match == top]
+    votes = Counter(segment.target for _, segment in exact)
+    return max(
+        exact,
+        key=lambda pair: (
+            pair[1].target != pair[1].source,
+            votes[pair[1].target],
+            pair[1].id,
+        ),
+    )
 
 
 def amagama_quality(query: str, tm_source: str) -> int:

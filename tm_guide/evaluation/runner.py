@@ -22,6 +22,7 @@ from tm_guide.evaluation.baseline import Candidate, best_match_target
 from tm_guide.evaluation.options import EvalOptions, display_path
 from tm_guide.evaluation.signature import model_checksum
 from tm_guide.evaluation.testset import TestSet, read_tsv
+from tm_guide.matching import exact_match, match_percentage
 from tm_guide.pieces import PieceOptions
 from tm_guide.pieces.weighting import PieceWeighting
 
@@ -183,15 +184,15 @@ def served_outputs(
     sources: Sequence[str], pieces: Sequence[Any], guided: Sequence[str]
 ) -> list[str]:
     """What the server suggests: the target of a TM segment whose source is the sentence itself
-    (a 100 match, as CAT tools insert it), else the guided translation."""
+    (a 100 match, chosen as the server chooses: matching.exact_match), else the guided
+    translation."""
     out = []
     for source, found, output in zip(sources, pieces, guided, strict=True):
-        verbatim = [
-            m.segment
-            for m in (found.matches if found is not None else [])
-            if m.segment.source == source
-        ]
-        out.append(max(verbatim, key=lambda s: s.id).target if verbatim else output)
+        matches = found.matches if found is not None else []
+        chosen = exact_match(
+            [(match_percentage(source, m.segment.source), m.segment) for m in matches]
+        )
+        out.append(chosen[1].target if chosen is not None else output)
     return out
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from tm_guide import languages
 from tm_guide.errors import Unprocessable
-from tm_guide.matching import match_percentage
+from tm_guide.matching import exact_match, match_percentage
 from tm_guide.server.services import Services
 from tm_guide.server.shapes import match_json
 from tm_guide.server.translation import (
@@ -150,10 +150,11 @@ def _scored(
 
 
 def _verbatim(scored: Sequence[tuple[Any, int]]) -> tuple[Any, int] | None:
-    """The hit a CAT tool would insert: the highest match of 100 or more after its memory's
-    penalty, the most recent segment among equals; None when no memory holds the source."""
-    verbatim = [(hit, match) for hit, match in scored if match >= 100]
-    return max(verbatim, key=lambda pair: (pair[1], pair[0].segment.id), default=None)
+    """The hit a CAT tool would insert (matching.exact_match, on the matches after their
+    memory's penalty); None when no memory holds the source."""
+    hits = {hit.segment.id: hit for hit, _ in scored}
+    chosen = exact_match([(match, hit.segment) for hit, match in scored])
+    return (hits[chosen[1].id], chosen[0]) if chosen is not None else None
 
 
 def _set_origin(translation: dict[str, Any], verbatim: Any, names: dict[int, str]) -> None:

@@ -181,7 +181,6 @@ def _options(body: dict[str, Any]) -> SuggestOptions:
             reward_repeats=get_field(opts, "reward_repeats", bool, path=path),
             clipped=get_field(opts, "clipped", bool, path=path),
             weighting=weighting,
-
             unguided=get_field(opts, "unguided", bool, path=path, default=False),
         ),
     )
