@@ -30,6 +30,9 @@ def test_the_context_match_comes_first_then_a_translation_then_the_majority_then
     )
     assert exact_match([(100, other), (100, older), (100, newer)]) == (100, newer)
     assert exact_match([(100, older), (100, other)]) == (100, other)  # a tie: the newest
+    # ... unless the guided translation sides with one of them
+    assert exact_match([(100, older), (100, other)], "Zurücksetzen") == (100, older)
+    assert exact_match([(100, other), (100, older), (100, newer)], "Zurück") == (100, newer)
     in_context = Segment(0, "Reset", "Zurücksetzen (Kontext)")
     assert exact_match([(100, newer), (101, in_context)]) == (101, in_context)
 

@@ -41,22 +41,31 @@ def match_percentage(
     return min(99, int(similarity * 100))
 
 
-def exact_match(scored: Sequence[tuple[int, Any]]) -> tuple[int, Any] | None:
+def exact_match(
+    scored: Sequence[tuple[int, Any]], translation: str | None = None
+) -> tuple[int, Any] | None:
     """The (percentage, segment) a CAT tool inserts for a source the TM holds verbatim: among
     matches of 100 or more, the highest percentage (101 before 100); then a target that differs
     from its source (a copy is usually a segment nobody translated); then the target the most
-    such segments agree on; then the most recent segment. None when no match reaches 100."""
+    such segments agree on; then, where they disagree, the target closest to `translation` (the
+    guided MT, which weighs what the model knows against the TM); then the most recent segment.
+    None when no match reaches 100."""
     exact = [(match, segment) for match, segment in scored if match >= 100]
     if not exact:
         return None
     top = max(match for match, _ in exact)
     exact = [(match, segment) for match, segment in exact if match == top]
     votes = Counter(segment.target for _, segment in exact)
+
+    def closeness(target: str) -> float:
+        return Levenshtein.normalized_similarity(target, translation) if translation else 0.0
+
     return max(
         exact,
         key=lambda pair: (
             pair[1].target != pair[1].source,
             votes[pair[1].target],
+            closeness(pair[1].target),
             pair[1].id,
         ),
     )

@@ -184,13 +184,13 @@ def served_outputs(
     sources: Sequence[str], pieces: Sequence[Any], guided: Sequence[str]
 ) -> list[str]:
     """What the server suggests: the target of a TM segment whose source is the sentence itself
-    (a 100 match, chosen as the server chooses: matching.exact_match), else the guided
-    translation."""
+    (a 100 match, chosen as the server chooses: matching.exact_match, the guided translation
+    breaking ties), else the guided translation."""
     out = []
     for source, found, output in zip(sources, pieces, guided, strict=True):
         matches = found.matches if found is not None else []
         chosen = exact_match(
-            [(match_percentage(source, m.segment.source), m.segment) for m in matches]
+            [(match_percentage(source, m.segment.source), m.segment) for m in matches], output
         )
         out.append(chosen[1].target if chosen is not None else output)
     return out

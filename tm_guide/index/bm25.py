@@ -117,11 +117,17 @@ class Leaf:
         self.deleted: np.ndarray | None = None
         if reader.has_deletions():
             self.deleted = np.zeros(count, dtype=bool)
-            gone = np.fromiter(reader._perdoc.deleted_docs(), dtype=np.int64)
+            gone = np.fromiter(reader.segment().deleted_docs(), dtype=np.int64)
             self.deleted[gone[gone < count]] = True
 
     @staticmethod
     def _lengths(reader: Any, field: str, count: int) -> np.ndarray:
+        """Every document's field length, read as one block through whoosh 2.7.4's lengths
+        column (private: `_perdoc._cached_reader`, `_count`, `_dbfile`, `_basepos`). whoosh has
+        no public reader for the column; its per-document `doc_field_length` is 525x slower
+        (65 ms against 0.12 ms for a 100k-document segment, each time a segment is opened;
+        bench/whoosh_private_bench.py). tests/store/test_whoosh_internals.py pins the names and
+        that both give the same lengths."""
         encoded = np.zeros(count, dtype=np.uint8)
         column = reader._perdoc._cached_reader(f"_{field}_len", _lengths_column())
         if column is not None:
@@ -175,7 +181,12 @@ def _lengths_column() -> Any:
 
 
 def _read_all(matcher: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Every posting of a leaf matcher; whole blocks at a time for whoosh 2.7's own format."""
+    """Every posting of a leaf matcher; whole blocks at a time for whoosh 2.7's own format
+    (private: `_read_ids`, `_read_weights`, `_ids`, `_weights`, `_lastblock`, `_goto`,
+    `_nextoffset`). whoosh has no public block read; its `id()/weight()/next()` loop is 3-4x
+    slower and `items_as("frequency")` 5-7x (44 ms against 11 ms for 77k postings;
+    bench/whoosh_private_bench.py). tests/store/test_whoosh_internals.py pins the names and
+    that both give the same postings."""
     if not isinstance(matcher, W3LeafMatcher):
         ids, weights = [], []
         while matcher.is_active():

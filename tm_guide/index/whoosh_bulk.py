@@ -6,6 +6,15 @@ written. For the fixed schema of a source index (id, source, revision) this writ
 postings in memory, grouped by term as they arrive, and hands them to whoosh's codec in sorted
 order with the lengths it already knows. The segment it writes is an ordinary whoosh segment:
 the same terms, frequencies, field lengths and stored fields as `add_document` would write.
+
+It reaches into whoosh 2.7.4 (pinned in pyproject.toml) where whoosh has no public way: it
+overrides `SegmentWriter._flush_segment` to hand in its postings instead of the pool's, and
+`write_field` packs blocks and term infos through the codec's private settings and files
+(`_codec`, `_blocklimit`, `_compression`, `_fieldid`, `_postfile`, `_tindex`,
+`W3TermInfo._struct`). Measured on a 20k-document rebuild (bench/whoosh_private_bench.py): the
+public `FieldWriter.add` per posting is 1.4x slower and `add_document` 2.2x.
+tests/store/test_whoosh_internals.py pins every such name and that the bytes written are the
+codec's own.
 """
 
 from __future__ import annotations

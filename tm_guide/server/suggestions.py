@@ -98,7 +98,9 @@ def suggest(
             services.metrics.stages.labels(stage=stage).observe(ms / 1000)
         scored = _scored(query, found, penalties)
         if translation is not None:
-            verbatim = _verbatim(scored) if options.exact_match_target else None
+            verbatim = (
+                _verbatim(scored, translation["text"]) if options.exact_match_target else None
+            )
             _set_origin(translation, verbatim, names)
         results_json.append(
             {
@@ -149,11 +151,12 @@ def _scored(
     return scored
 
 
-def _verbatim(scored: Sequence[tuple[Any, int]]) -> tuple[Any, int] | None:
+def _verbatim(scored: Sequence[tuple[Any, int]], translation: str) -> tuple[Any, int] | None:
     """The hit a CAT tool would insert (matching.exact_match, on the matches after their
-    memory's penalty); None when no memory holds the source."""
+    memory's penalty, the guided `translation` breaking ties); None when no memory holds the
+    source."""
     hits = {hit.segment.id: hit for hit, _ in scored}
-    chosen = exact_match([(match, hit.segment) for hit, match in scored])
+    chosen = exact_match([(match, hit.segment) for hit, match in scored], translation)
     return (hits[chosen[1].id], chosen[0]) if chosen is not None else None
 
 
