@@ -133,6 +133,10 @@ def test_model_info_prints_the_card(
     assert "en -> de" in out and "tiny-en-de" in out and tiny_bundle.tokenizer_id in out
     engine_line = next(line for line in out.splitlines() if line.startswith("guided engine"))
     assert "(float32)" in engine_line  # a float32 model runs in float32 (engine registry)
+    assert "guidance       not tuned (lambda 1, eq. 10)" in out  # the fixture's card has none
+    assert main(["model", "info"]) == 0  # the demo bundle: its tuned guidance
+    guidance = next(line for line in capsys.readouterr().out.splitlines() if "guidance" in line)
+    assert "clipped" in guidance and "power:2" in guidance
     assert main(["model", "info", "--model", str(tiny_bundle.path), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["files"] == tiny_bundle.card.files
 

@@ -143,6 +143,7 @@ def info_command(args: argparse.Namespace) -> int:
         ("test set", metrics.test_set or "-"),
         ("files", ", ".join(sorted(card.files))),
         ("guided engine", _engine(bundle)),
+        ("guidance", _guidance(card)),
     ]
     width = max(len(label) for label, _ in rows)
     for label, value in rows:
@@ -158,6 +159,20 @@ def _engine(bundle: Any) -> str:
     choice = choose_engine(bundle.path, bundle.card.quantization, "cpu")
     passed = "".join(f"; not {engine}: {why}" for engine, why in choice.passed_over)
     return choice.describe() + passed
+
+
+def _guidance(card: Any) -> str:
+    """The lambda and piece rules the server uses by default, as the card records them."""
+    if card.guided_lambda is None:
+        return "not tuned (lambda 1, eq. 10)"
+    if card.guided_reward_repeats is not False:
+        rule = "every piece occurrence rewarded (eq. 10)"
+    elif card.guided_clipped:
+        rule = "pieces clipped to their count in the TM target"
+    else:
+        rule = "pieces of 2+ tokens once"
+    weighting = card.guided_weighting or "linear"
+    return f"lambda {card.guided_lambda:g}, {rule}, weights {weighting} of the match similarity"
 
 
 def _metric(value: float | None) -> str:
