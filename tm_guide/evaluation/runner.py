@@ -7,6 +7,7 @@ lambda grid and the engines reuse them and each stage is timed on its own.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
@@ -43,9 +44,9 @@ def open_tm(
     tm: str, db_url: str | None, bundle: Any, progress: bool = True
 ) -> Iterator[tuple[Any, Any]]:
     """(store, memory): memory `tm` of the store at `db_url` (its stale segments aligned first),
-    or a TSV file `tm` imported and aligned: into memory `eval-<file stem>` of the store at
-    `db_url`, which keeps it (and its word alignment) for the next run, else into a throwaway
-    store."""
+    or a TSV file `tm` imported and aligned: into a memory named after the file's content in
+    the store at `db_url`, which keeps it (and its word alignment) for the next run, else into a
+    throwaway store."""
     from tm_guide.pieces.align import MemoryAligner
     from tm_guide.store import Store
 
@@ -87,7 +88,9 @@ def _tsv_memory(store: Any, tm_path: Path, bundle: Any, progress: bool) -> Any:
     from tm_guide.pieces.align import MemoryAligner
 
     card = bundle.card
-    name = f"{EVAL_MEMORY}-{tm_path.stem}"
+    # named by the file's content: another file, or this one changed, gets a memory of its own
+    digest = hashlib.sha256(tm_path.read_bytes()).hexdigest()[:12]
+    name = f"{EVAL_MEMORY}-{tm_path.stem}-{digest}"
     try:
         memory = store.get_memory(name)
         mode = "stale"
