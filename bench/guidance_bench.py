@@ -5,7 +5,7 @@ piece's eq. 8 score (the best similarity it came from) to the weight the search 
 lambda grid multiplies it. Printed per configuration: BLEU on the whole set, on its halves split at
 the median best-match similarity (the paper's half-H / half-L), and per similarity band, next to
 the unguided model, the best TM match's target, and the suggestion as served (a verbatim TM match
-gives its target).
+gives its target, chosen as the server and `tm-guide eval` choose it).
 
     python bench/guidance_bench.py --db sqlite:///eval.sqlite --memory eval-tm \
         --set bench/corpus/data/en-de/dev.tsv --rules linear,power:2,power:4 --lambdas 3,6,10
@@ -25,6 +25,7 @@ from typing import Any
 from tm_guide.config import BUNDLED_MODEL
 from tm_guide.evaluation.baseline import Candidate, best_match_target
 from tm_guide.evaluation.repetition import repeated_outputs
+from tm_guide.evaluation.runner import served_outputs
 from tm_guide.evaluation.scoring import corpus_score, subset
 from tm_guide.evaluation.similarity import median_split
 from tm_guide.evaluation.testset import read_tsv
@@ -146,10 +147,7 @@ def main() -> None:
         for lam in (float(x) for x in args.lambdas.split(",")):
             started = time.perf_counter()
             guided = decode(replace(options, search=replace(base.search, lam=lam)), weighted)
-            served = [
-                _verbatim_target(source, p) or out
-                for source, p, out in zip(sources, pieces, guided, strict=True)
-            ]
+            served = served_outputs(sources, pieces, guided)
             name = f"{spec} lambda {lam:g}"
             print(row(name, guided, refs, split, bands), flush=True)
             print(
@@ -165,10 +163,7 @@ def main() -> None:
                     row(f"{name}, TM targets >= {t:g} as candidates", chosen, refs, split, bands),
                     flush=True,
                 )
-                both = [
-                    _verbatim_target(source, p) or out
-                    for source, p, out in zip(sources, pieces, chosen, strict=True)
-                ]
+                both = served_outputs(sources, pieces, chosen)
                 print(
                     row(
                         f"{name}, TM targets >= {t:g} as candidates, served",
@@ -221,16 +216,6 @@ def choose_with_tm_targets(
                 best, best_score = text, score
         out.append(best)
     return out
-
-
-def _verbatim_target(source: str, pieces: Any) -> str | None:
-    """The target of a TM segment whose source is the sentence itself, as a CAT tool inserts."""
-    if pieces is None:
-        return None
-    for match in pieces.matches:
-        if match.segment.source == source:
-            return str(match.segment.target)
-    return None
 
 
 if __name__ == "__main__":
