@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+import sys
 import sysconfig
 import tomllib
 from pathlib import Path
@@ -79,3 +81,45 @@ def test_the_compiled_engine_builds_without_tuning_for_the_building_cpu(tmp_path
     ]
     built = subprocess.run(command, capture_output=True, text=True, check=False)
     assert built.returncode == 0, built.stderr[-2000:]
+
+
+SERVE_ONCE = """
+import sys
+from tm_guide.server import create_app
+from tm_guide.server.config import ServerConfig
+
+client = create_app(ServerConfig.from_env()).test_client()
+local = {"REMOTE_ADDR": "127.0.0.1"}
+memory = {"name": "m", "source_lang": "en", "target_lang": "de"}
+assert client.post("/v1/memories", json=memory, environ_base=local).status_code == 201
+pair = {"source": "Open the file.", "target": "Öffnen Sie die Datei."}
+assert client.post("/v1/memories/m/segments", json=pair, environ_base=local).status_code == 201
+asked = {"source": "Open the file now.", "memories": ["m"]}
+assert client.post("/v1/suggest", json=asked, environ_base=local).status_code == 200
+print(" ".join(sorted(sys.modules)))
+"""
+
+
+def test_serving_a_guided_suggestion_imports_nothing_of_training(tmp_path: Path) -> None:
+    """The training code and its dependencies stay behind the [train] extra: a server that
+    answers a guided suggestion never imports them."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TM_GUIDE_")}
+    env.update({"TM_GUIDE_DB": f"sqlite:///{tmp_path / 'tm.sqlite'}", "TM_GUIDE_AUTH": "off"})
+    done = subprocess.run(
+        [sys.executable, "-c", SERVE_ONCE],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    loaded = done.stdout.split()
+    assert "tm_guide.decoding.translator" in loaded  # the model translated
+    training = [
+        m
+        for m in loaded
+        if m.startswith("tm_guide.train")
+        or m.split(".")[0] in ("transformers", "matplotlib", "sacrebleu")
+    ]
+    assert training == []
