@@ -163,16 +163,12 @@ def _engine(bundle: Any) -> str:
 
 def _guidance(card: Any) -> str:
     """The lambda and piece rules the server uses by default, as the card records them."""
+    from tm_guide.decoding.rewards import reward_rule
+
     if card.guided_lambda is None:
         return "not tuned (lambda 1, eq. 10)"
-    if card.guided_reward_repeats is not False:
-        rule = "every piece occurrence rewarded (eq. 10)"
-    elif card.guided_clipped:
-        rule = "pieces clipped to their count in the TM target"
-    else:
-        rule = "pieces of 2+ tokens once"
-    weighting = card.guided_weighting or "linear"
-    return f"lambda {card.guided_lambda:g}, {rule}, weights {weighting} of the match similarity"
+    rule = reward_rule(card.guided_reward_repeats, card.guided_clipped, card.guided_weighting)
+    return f"lambda {card.guided_lambda:g}, {rule}"
 
 
 def _metric(value: float | None) -> str:

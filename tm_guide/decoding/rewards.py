@@ -210,3 +210,18 @@ class PieceReward:
             if not repeats:
                 used = self.produced(used, ids[: t + 1])
         return total
+
+
+def reward_rule(repeats: bool | None, clipped: bool | None, weighting: str | None) -> str:
+    """A reward rule in words, for reports and `tm-guide model info`: how often a piece counts
+    (`SearchOptions.reward_repeats`, `PieceOptions.clipped`) and how it is weighed
+    (a PieceWeighting spec)."""
+    if repeats is not False:
+        rule = "every occurrence of a piece rewarded (eq. 10)"
+    elif clipped:
+        rule = "each piece rewarded at most as often as its TM target holds it (clipped)"
+    else:
+        rule = "pieces of two or more tokens rewarded once per hypothesis"
+    if weighting and weighting != "linear":
+        rule += f", piece weights {weighting} of the match similarity"
+    return rule

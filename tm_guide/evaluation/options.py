@@ -102,16 +102,9 @@ class EvalOptions:
 
     def reward_rule(self) -> str:
         """The reward rule in words, for reports."""
-        if self.reward_repeats is not False:
-            rule = "every occurrence of a piece rewarded (eq. 10)"
-        elif self.clipped:
-            rule = "each piece rewarded at most as often as its TM target holds it (clipped)"
-        else:
-            rule = "pieces of two or more tokens rewarded once per hypothesis"
-        weighting = self.weighting or "linear"
-        if weighting != "linear":
-            rule += f", piece weights {weighting} of the match similarity"
-        return rule
+        from tm_guide.decoding.rewards import reward_rule
+
+        return reward_rule(self.reward_repeats, self.clipped, self.weighting)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready; paths as given, so a run with relative paths records no machine paths."""

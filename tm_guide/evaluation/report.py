@@ -347,6 +347,9 @@ def _reward_rule(results: dict[str, Any]) -> str:
     """The reward rule as the results name it (reports written before they did: from options)."""
     if "reward_rule" in results:
         return str(results["reward_rule"])
-    if results["options"].get("reward_repeats", True):
-        return "every occurrence of a piece rewarded (eq. 10)"
-    return "pieces of two or more tokens rewarded once per hypothesis"
+    from tm_guide.decoding.rewards import reward_rule
+
+    options = results["options"]
+    return reward_rule(
+        options.get("reward_repeats", True), options.get("clipped"), options.get("weighting")
+    )
