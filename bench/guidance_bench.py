@@ -75,8 +75,8 @@ def main() -> None:
     )
     args = parser.parse_args()
 
+    from tm_guide.decoding.guided import EngineOptions, GuidedTranslator, TranslateOptions
     from tm_guide.decoding.search import SearchOptions
-    from tm_guide.decoding.translator import EngineOptions, GuidedTranslator, TranslateOptions
     from tm_guide.model import Bundle
     from tm_guide.store import Store
 

@@ -36,12 +36,12 @@ sys.path.insert(0, str(ROOT))
 
 from decoding_bench import best_time  # noqa: E402  (this script's folder is on sys.path)
 
-from tm_guide.decoding.search import SearchOptions  # noqa: E402
-from tm_guide.decoding.translator import (  # noqa: E402
+from tm_guide.decoding.guided import (  # noqa: E402
     EngineOptions,
     GuidedTranslator,
     TranslateOptions,
 )
+from tm_guide.decoding.search import SearchOptions  # noqa: E402
 from tm_guide.evaluation.runner import open_tm  # noqa: E402
 from tm_guide.model import Bundle  # noqa: E402
 from tm_guide.pieces import PieceOptions  # noqa: E402

@@ -115,7 +115,7 @@ def test_serving_a_guided_suggestion_imports_nothing_of_training(tmp_path: Path)
     )
     assert done.returncode == 0, done.stderr
     loaded = done.stdout.split()
-    assert "tm_guide.decoding.translator" in loaded  # the model translated
+    assert "tm_guide.decoding.guided" in loaded  # the model translated
     training = [
         m
         for m in loaded

@@ -9,8 +9,8 @@ import pytest
 
 from tm_guide.decoding import compiled
 from tm_guide.decoding.engines import choose_engine, stored_precision
+from tm_guide.decoding.guided import EngineOptions, GuidedTranslator, TranslateOptions
 from tm_guide.decoding.search import SearchOptions
-from tm_guide.decoding.translator import EngineOptions, GuidedTranslator, TranslateOptions
 from tm_guide.errors import ModelError
 
 needs_fused = pytest.mark.skipif(not compiled.available(), reason="fused engine not built")
@@ -60,7 +60,7 @@ def test_a_t5_model_goes_to_ct2_with_the_feature_named(tiny_t5_bundle, caplog):
     if compiled.available():
         assert "relative_attention_bias" in refused["fused"]
     translator = GuidedTranslator(tiny_t5_bundle)
-    with caplog.at_level(logging.INFO, logger="tm_guide.decoding.translator"):
+    with caplog.at_level(logging.INFO, logger="tm_guide.decoding.guided"):
         [result] = translator.translate(
             ["Save the document."], TranslateOptions(search=SearchOptions(lam=1.0))
         )
@@ -72,7 +72,7 @@ def test_a_t5_model_goes_to_ct2_with_the_feature_named(tiny_t5_bundle, caplog):
 @needs_fused
 def test_the_choice_is_made_and_logged_once_per_device(peaked_int8_bundle, caplog):
     translator = GuidedTranslator(peaked_int8_bundle)
-    with caplog.at_level(logging.INFO, logger="tm_guide.decoding.translator"):
+    with caplog.at_level(logging.INFO, logger="tm_guide.decoding.guided"):
         names = [
             translator.engine_name(TranslateOptions(search=SearchOptions(lam=0))) for _ in range(3)
         ]

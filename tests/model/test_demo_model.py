@@ -8,7 +8,7 @@ import pytest
 
 from tm_guide.config import BUNDLED_MODEL
 from tm_guide.model import Bundle
-from tm_guide.model.translator import UnguidedOptions, translate_lines
+from tm_guide.model.unguided import UnguidedOptions, translate_lines
 
 pytestmark = pytest.mark.skipif(
     not (BUNDLED_MODEL / "model_card.json").is_file(), reason="demo model not in this checkout"

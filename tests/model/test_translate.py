@@ -11,7 +11,7 @@ import pytest
 from tm_guide.cli import main
 from tm_guide.errors import InvalidInput
 from tm_guide.model import Bundle
-from tm_guide.model.translator import (
+from tm_guide.model.unguided import (
     UnguidedOptions,
     _batches,
     translate_lines,

@@ -210,8 +210,8 @@ def test_bad_requests_among_concurrent_ones_fail_alone(server, tiny_bundle) -> N
 def test_a_failing_engine_call_is_retried_request_by_request(tiny_bundle) -> None:
     """When one request breaks the shared beam search, the others still get their results (the
     broken one here carries pieces that are not translation pieces)."""
+    from tm_guide.decoding.guided import GuidedTranslator, TranslateOptions
     from tm_guide.decoding.search import SearchOptions
-    from tm_guide.decoding.translator import GuidedTranslator, TranslateOptions
 
     translator = GuidedTranslator(tiny_bundle)
     options = TranslateOptions(search=SearchOptions(beam_size=2, max_length=12))
@@ -238,8 +238,8 @@ def test_decoding_threads_run_their_rounds_side_by_side(tiny_bundle) -> None:
     """With two decoding threads, a second round starts while the first is still decoding (the
     engine call of each waits until the other has begun: with one thread they would never
     meet), and each request still gets its own result."""
+    from tm_guide.decoding.guided import GuidedTranslator, TranslateOptions
     from tm_guide.decoding.search import SearchOptions
-    from tm_guide.decoding.translator import GuidedTranslator, TranslateOptions
 
     translator = GuidedTranslator(tiny_bundle)
     options = TranslateOptions(search=SearchOptions(beam_size=2, max_length=12))

@@ -52,7 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 def translate_command(args: argparse.Namespace) -> int:
     from tm_guide.model import Bundle
-    from tm_guide.model.translator import UnguidedOptions, translate_stream
+    from tm_guide.model.unguided import UnguidedOptions, translate_stream
 
     settings = Settings.from_env(args.db)
     options = UnguidedOptions(

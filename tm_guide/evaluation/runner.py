@@ -114,8 +114,8 @@ class Runner:
     """Holds the translator and the base decoding options for one evaluation."""
 
     def __init__(self, options: EvalOptions, translator: Any, memory_id: int) -> None:
+        from tm_guide.decoding.guided import EngineOptions, TranslateOptions
         from tm_guide.decoding.search import SearchOptions
-        from tm_guide.decoding.translator import EngineOptions, TranslateOptions
 
         self.options = options
         self.translator = translator
@@ -213,7 +213,7 @@ def best_match_outputs(pieces: Sequence[Any]) -> tuple[list[str], list[float]]:
 
 def run_evaluation(options: EvalOptions, command: str) -> dict[str, Any]:
     """Run every system the report needs and return the results dictionary."""
-    from tm_guide.decoding.translator import GuidedTranslator
+    from tm_guide.decoding.guided import GuidedTranslator
     from tm_guide.model import Bundle
 
     test, test_total = _load_set(options.test, options)

@@ -40,7 +40,7 @@ MAX_LENGTH_RATIO = 2.0
 def load_translator(config: Any, bundle: Any, store: Any, aligner: Any) -> Any:
     """A GuidedTranslator, warmed up with one sentence so that its engine and piece builder
     exist before concurrent requests arrive (they are created lazily and without a lock)."""
-    from tm_guide.decoding.translator import EngineOptions, GuidedTranslator, TranslateOptions
+    from tm_guide.decoding.guided import EngineOptions, GuidedTranslator, TranslateOptions
 
     translator = GuidedTranslator(bundle, store)
     compute = config.compute
@@ -82,8 +82,8 @@ def translate_options(
     library default. Whether pieces are rewarded at every occurrence is the request's, else the
     way that lambda was tuned (`card.guided_reward_repeats`), else eq. 10; so are the piece rules
     (clipped counts and weighting by similarity: `card.guided_clipped`, `card.guided_weighting`)."""
+    from tm_guide.decoding.guided import EngineOptions, TranslateOptions
     from tm_guide.decoding.search import SearchOptions
-    from tm_guide.decoding.translator import EngineOptions, TranslateOptions
     from tm_guide.pieces import PieceOptions
     from tm_guide.pieces.weighting import PieceWeighting
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from tm_guide.decoding import compiled
+from tm_guide.decoding.guided import EngineOptions, GuidedTranslator, TranslateOptions
 from tm_guide.decoding.search import SearchOptions
-from tm_guide.decoding.translator import EngineOptions, GuidedTranslator, TranslateOptions
 from tm_guide.errors import InvalidInput
 from tm_guide.pieces.align import AlignOptions, MemoryAligner
 from tm_guide.records import SegmentRecord
