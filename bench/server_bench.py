@@ -14,7 +14,8 @@ draws pieces from the segment just added (8 such pairs, one by one). Example:
   python bench/server_bench.py --clients 16 --adds 400 --suggestions 200
 
 Back to back, 16 clients measure saturation; with --think-ms each client pauses between its
-suggestions as an editor reading them does (a 2 s mean: 16 editors at ~7 suggestions/s):
+suggestions as an editor reading them does (a 2 s mean: 16 editors at ~7 suggestions/s), and
+with --add-think-ms between its adds as translators confirming segments do:
 
   python bench/server_bench.py --clients 16 --adds 16 --suggestions 240 --think-ms 2000
 
@@ -113,7 +114,8 @@ class BenchOptions:
     translate: bool = True
     seed: int = 1
     rounds: int = 1
-    think_ms: float = 0.0  # mean pause of a client between its requests (0: back to back)
+    think_ms: float = 0.0  # mean pause of a client between its suggestions (0: back to back)
+    add_think_ms: float = 0.0  # mean pause of a client between its adds (0: back to back)
 
 
 @dataclass(frozen=True)
@@ -301,6 +303,13 @@ def main(argv: list[str] | None = None) -> int:
         "back, the saturation case); e.g. 2000 for editors who read each suggestion",
     )
     parser.add_argument(
+        "--add-think-ms",
+        type=float,
+        default=0.0,
+        help="mean pause of each client between adds (exponential; default 0: back to back); "
+        "e.g. 100 for 24 writers offering ~200 adds/s between them",
+    )
+    parser.add_argument(
         "--rounds",
         type=int,
         default=1,
@@ -321,6 +330,7 @@ def main(argv: list[str] | None = None) -> int:
         translate=not args.matches_only,
         rounds=max(1, args.rounds),
         think_ms=max(0.0, args.think_ms),
+        add_think_ms=max(0.0, args.add_think_ms),
     )
     variants = args.variant or [Variant("server")]
     if args.db and len(variants) > 1:
@@ -347,6 +357,10 @@ class Running:
     suggest_result: PhaseResult | None = None
 
 
+def _pause(ms: float) -> str:
+    return f"{ms:g} ms mean pause" if ms else "back to back"
+
+
 def bench(options: BenchOptions, variants: list[Variant], work: Path) -> int:
     running: list[Running] = []
     try:
@@ -365,7 +379,14 @@ def bench(options: BenchOptions, variants: list[Variant], work: Path) -> int:
                     )
                     for s, t in _share(server.adds, round_no, options.rounds)
                 ]
-                added = run_phase("add", add_jobs, options.clients, 201)
+                added = run_phase(
+                    "add",
+                    add_jobs,
+                    options.clients,
+                    201,
+                    think_s=options.add_think_ms / 1000,
+                    seed=options.seed + round_no,
+                )
                 suggest_jobs = [
                     partial(api.call, "POST", "/v1/suggest", {**suggest_body, "source": q})
                     for q in _share(server.queries, round_no, options.rounds)
@@ -383,7 +404,7 @@ def bench(options: BenchOptions, variants: list[Variant], work: Path) -> int:
         print(
             f"server: {options.workers} worker(s) x {options.threads} threads, "
             f"{options.clients} clients "
-            f"({f'{options.think_ms:g} ms mean pause' if options.think_ms else 'back to back'}), "
+            f"(suggestions: {_pause(options.think_ms)}, adds: {_pause(options.add_think_ms)}), "
             f"db {'postgresql' if (options.db_url or '').startswith('postgres') else 'sqlite'}, "
             f"translate={options.translate}, {os.cpu_count()} CPUs, "
             f"{options.rounds} round(s) alternating between variants"
