@@ -26,6 +26,7 @@ from tm_guide.decoding.search import (
     StepDecoder,
     WholeSearchDecoder,
     beam_search,
+    native_beam_search,
 )
 from tm_guide.errors import InvalidInput, ModelError
 from tm_guide.pieces.builder import PieceOptions
@@ -353,14 +354,7 @@ class GuidedTranslator:
         """CTranslate2's own beam search (the unguided baseline), as Hypothesis objects."""
         if not inputs:
             return []
-        outputs = self.bundle.translator.translate_batch(
-            [list(x) for x in inputs],
-            beam_size=search.beam_size,
-            length_penalty=search.length_penalty,
-            max_decoding_length=search.max_length,
-            min_decoding_length=search.min_length,
-            return_scores=True,
-        )
+        outputs = native_beam_search(self.bundle.translator, inputs, search)
         result = []
         for output in outputs:
             ids = tuple(self.token_to_id[t] for t in output.hypotheses[0])

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tm_guide.decoding.rewards import PieceReward
-from tm_guide.decoding.search import Hypothesis, SearchOptions
+from tm_guide.decoding.search import Hypothesis, SearchOptions, native_beam_search
 
 
 def rerank_search(
@@ -27,16 +27,7 @@ def rerank_search(
     width = width or options.beam_size
     if not sources:
         return []
-    outputs = translator.translate_batch(  # type: ignore[attr-defined]
-        [list(s) for s in sources],
-        beam_size=width,
-        num_hypotheses=width,
-        patience=options.patience,
-        length_penalty=options.length_penalty,
-        max_decoding_length=options.max_length,
-        min_decoding_length=options.min_length,
-        return_scores=True,
-    )
+    outputs = native_beam_search(translator, sources, options, width=width, num_hypotheses=width)
     results = []
     for output, reward in zip(outputs, rewards, strict=True):
         hypotheses = []

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -496,3 +496,26 @@ def _finalize(closed: list[Closed], options: SearchOptions) -> list[Hypothesis]:
         )
     hypotheses.sort(key=lambda h: h.score, reverse=True)
     return hypotheses[: options.num_hypotheses]
+
+
+def native_beam_search(
+    translator: Any,
+    inputs: Sequence[Sequence[str]],
+    options: SearchOptions,
+    width: int | None = None,
+    num_hypotheses: int = 1,
+) -> list[Any]:
+    """CTranslate2's own `translate_batch` under these options (the unguided baseline, and the
+    n-best that reranking rescores): beam `width` (default the beam size), with scores."""
+    return list(
+        translator.translate_batch(
+            [list(x) for x in inputs],
+            beam_size=width or options.beam_size,
+            num_hypotheses=num_hypotheses,
+            patience=options.patience,
+            length_penalty=options.length_penalty,
+            max_decoding_length=options.max_length,
+            min_decoding_length=options.min_length,
+            return_scores=True,
+        )
+    )
