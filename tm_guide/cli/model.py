@@ -163,12 +163,11 @@ def _engine(bundle: Any) -> str:
 
 def _guidance(card: Any) -> str:
     """The lambda and piece rules the server uses by default, as the card records them."""
-    from tm_guide.decoding.rewards import reward_rule
+    from tm_guide.decoding.rewards import RewardRule
 
     if card.guided_lambda is None:
         return "not tuned (lambda 1, eq. 10)"
-    rule = reward_rule(card.guided_reward_repeats, card.guided_clipped, card.guided_weighting)
-    return f"lambda {card.guided_lambda:g}, {rule}"
+    return f"lambda {card.guided_lambda:g}, {RewardRule.resolve(card).describe()}"
 
 
 def _metric(value: float | None) -> str:

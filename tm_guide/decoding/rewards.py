@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -95,7 +97,7 @@ class PieceReward:
         return self.limits.get(gram, 0)
 
     def spent(self, gram: tuple[int, ...], used: Mapping[tuple[int, ...], int]) -> bool:
-        limit = self.limits.get(gram, 0)
+        limit = self.limit(gram)
         return limit > 0 and used.get(gram, 0) >= limit
 
     def __bool__(self) -> bool:
@@ -212,16 +214,45 @@ class PieceReward:
         return total
 
 
-def reward_rule(repeats: bool | None, clipped: bool | None, weighting: str | None) -> str:
-    """A reward rule in words, for reports and `tm-guide model info`: how often a piece counts
-    (`SearchOptions.reward_repeats`, `PieceOptions.clipped`) and how it is weighed
-    (a PieceWeighting spec)."""
-    if repeats is not False:
-        rule = "every occurrence of a piece rewarded (eq. 10)"
-    elif clipped:
-        rule = "each piece rewarded at most as often as its TM target holds it (clipped)"
-    else:
-        rule = "pieces of two or more tokens rewarded once per hypothesis"
-    if weighting and weighting != "linear":
-        rule += f", piece weights {weighting} of the match similarity"
-    return rule
+@dataclass(frozen=True)
+class RewardRule:
+    """How often a piece counts (`SearchOptions.reward_repeats`, `PieceOptions.clipped`) and how
+    it is weighed (a PieceWeighting spec): what a model card records with its tuned lambda, and
+    what a request or an evaluation may choose instead."""
+
+    repeats: bool = True
+    clipped: bool = False
+    weighting: str = "linear"
+
+    @classmethod
+    def resolve(
+        cls,
+        card: Any = None,
+        repeats: bool | None = None,
+        clipped: bool | None = None,
+        weighting: str | None = None,
+    ) -> RewardRule:
+        """Each part as asked, else as the card records it, else eq. 10 with linear weights."""
+        default = cls()
+
+        def pick(asked: Any, field: str, fallback: Any) -> Any:
+            recorded = getattr(card, field, None)
+            return next(v for v in (asked, recorded, fallback) if v is not None)
+
+        return cls(
+            repeats=bool(pick(repeats, "guided_reward_repeats", default.repeats)),
+            clipped=bool(pick(clipped, "guided_clipped", default.clipped)),
+            weighting=str(pick(weighting, "guided_weighting", default.weighting)),
+        )
+
+    def describe(self) -> str:
+        """The rule in words, for reports and `tm-guide model info`."""
+        if self.repeats:
+            rule = "every occurrence of a piece rewarded (eq. 10)"
+        elif self.clipped:
+            rule = "each piece rewarded at most as often as its TM target holds it (clipped)"
+        else:
+            rule = "pieces of two or more tokens rewarded once per hypothesis"
+        if self.weighting != "linear":
+            rule += f", piece weights {self.weighting} of the match similarity"
+        return rule

@@ -92,19 +92,24 @@ class EvalOptions:
         lambdas = self.lambdas
         if lambdas is None:
             lambdas = (card.guided_lambda,) if card.guided_lambda is not None else PAPER_LAMBDAS
+        from tm_guide.decoding.rewards import RewardRule
+
+        rule = RewardRule.resolve(card, self.reward_repeats, self.clipped, self.weighting)
         return replace(
             self,
             lambdas=lambdas,
-            reward_repeats=_first(self.reward_repeats, card.guided_reward_repeats, True),
-            clipped=_first(self.clipped, card.guided_clipped, False),
-            weighting=_first(self.weighting, card.guided_weighting, "linear"),
+            reward_repeats=rule.repeats,
+            clipped=rule.clipped,
+            weighting=rule.weighting,
         )
 
     def reward_rule(self) -> str:
         """The reward rule in words, for reports."""
-        from tm_guide.decoding.rewards import reward_rule
+        from tm_guide.decoding.rewards import RewardRule
 
-        return reward_rule(self.reward_repeats, self.clipped, self.weighting)
+        return RewardRule.resolve(
+            None, self.reward_repeats, self.clipped, self.weighting
+        ).describe()
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready; paths as given, so a run with relative paths records no machine paths."""
@@ -124,7 +129,3 @@ def display_path(path: Path) -> str:
         return str(path.resolve().relative_to(Path.cwd().resolve()))
     except ValueError:
         return str(path)
-
-
-def _first(*values: Any) -> Any:
-    return next(v for v in values if v is not None)

@@ -347,9 +347,9 @@ def _reward_rule(results: dict[str, Any]) -> str:
     """The reward rule as the results name it (reports written before they did: from options)."""
     if "reward_rule" in results:
         return str(results["reward_rule"])
-    from tm_guide.decoding.rewards import reward_rule
+    from tm_guide.decoding.rewards import RewardRule
 
     options = results["options"]
-    return reward_rule(
-        options.get("reward_repeats", True), options.get("clipped"), options.get("weighting")
-    )
+    return RewardRule.resolve(
+        None, options.get("reward_repeats"), options.get("clipped"), options.get("weighting")
+    ).describe()

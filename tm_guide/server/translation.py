@@ -83,6 +83,7 @@ def translate_options(
     way that lambda was tuned (`card.guided_reward_repeats`), else eq. 10; so are the piece rules
     (clipped counts and weighting by similarity: `card.guided_clipped`, `card.guided_weighting`)."""
     from tm_guide.decoding.guided import EngineOptions, TranslateOptions
+    from tm_guide.decoding.rewards import RewardRule
     from tm_guide.decoding.search import SearchOptions
     from tm_guide.pieces import PieceOptions
     from tm_guide.pieces.weighting import PieceWeighting
@@ -92,19 +93,15 @@ def translate_options(
         if lam is not None:
             search = replace(search, lam=lam)
             break
-    for repeats in (options.reward_repeats, getattr(card, "guided_reward_repeats", None)):
-        if repeats is not None:
-            search = replace(search, reward_repeats=repeats)
-            break
+    rule = RewardRule.resolve(card, options.reward_repeats, options.clipped, options.weighting)
+    search = replace(search, reward_repeats=rule.repeats)
     if options.beam_size is not None:
         search = replace(search, beam_size=options.beam_size)
     pieces = PieceOptions(
         m=m,
         binary_reward=options.binary_reward,
-        clipped=_first(options.clipped, getattr(card, "guided_clipped", None), False),
-        weighting=PieceWeighting.parse(
-            _first(options.weighting, getattr(card, "guided_weighting", None), "linear")
-        ),
+        clipped=rule.clipped,
+        weighting=PieceWeighting.parse(rule.weighting),
     )
     if options.min_similarity is not None:
         pieces = replace(pieces, min_similarity=options.min_similarity)
@@ -118,12 +115,6 @@ def translate_options(
         max_length_ratio=MAX_LENGTH_RATIO,
         return_unguided=options.unguided,
     )
-
-
-def _first(*values: Any) -> Any:
-    """The first value that is not None (the request's, then the model card's, then the
-    library default)."""
-    return next(v for v in values if v is not None)
 
 
 def model_info(translator: Any) -> dict[str, Any]:
