@@ -2,7 +2,12 @@
 
 import pytest
 
-from tm_guide.evaluation.similarity import mean_similarity, median_split, similarity_histogram
+from tm_guide.evaluation.similarity import (
+    mean_similarity,
+    median_split,
+    similarity_histogram,
+    similarity_tenth,
+)
 
 
 def test_median_split_puts_the_more_similar_half_in_high():
@@ -47,3 +52,21 @@ def test_histogram_bins_tenths_and_keeps_exact_one_apart():
 def test_histogram_rejects_a_similarity_outside_zero_one():
     with pytest.raises(ValueError, match="1.5"):
         similarity_histogram([1.5])
+
+
+def test_deciles_bin_as_table_5_does() -> None:
+    """A similarity computed as 1 - 8/10 (0.19999999999999996) starts the 0.2 tenth in Table 5's
+    histogram and in the decile scores alike; exactly 1 joins the last decile."""
+    from tm_guide.evaluation.analysis import decile_scores
+
+    edge = 1 - 8 / 10
+    assert edge < 0.2 and similarity_tenth(edge) == 2
+    sims = [edge, 0.05, 1.0, 0.95]
+    outputs = {"guided": ["a b c d", "e f g h", "i j k l", "m n o p"]}
+    rows = decile_scores(sims, outputs, ["a b c d", "x", "i j k l", "m n o p"])
+    assert [row["sentences"] for row in rows] == [1, 0, 1, 0, 0, 0, 0, 0, 0, 2]
+    assert (rows[2]["low"], rows[2]["high"]) == (0.2, 0.3)
+    assert rows[1]["bleu"]["guided"] is None
+    assert rows[9]["bleu"]["guided"] == pytest.approx(100.0)
+    counts = [b.sentences for b in similarity_histogram(sims)]
+    assert counts[2] == 1 and counts[9] + counts[10] == 2

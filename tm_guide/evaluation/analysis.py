@@ -6,7 +6,7 @@ dictionary that is written as results.json and rendered as the report.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -21,13 +21,17 @@ from tm_guide.evaluation.options import EvalOptions, display_path
 from tm_guide.evaluation.repetition import repeated_outputs
 from tm_guide.evaluation.scoring import corpus_score, metric_signatures, paired_bootstrap, subset
 from tm_guide.evaluation.signature import machine, package_versions
-from tm_guide.evaluation.similarity import mean_similarity, median_split, similarity_histogram
+from tm_guide.evaluation.similarity import (
+    HISTOGRAM_EDGES,
+    mean_similarity,
+    median_split,
+    similarity_histogram,
+    similarity_tenth,
+)
 from tm_guide.evaluation.testset import TestSet
 
 # Systems compared on the test set, in report order; "unguided" is the baseline of the tests.
 TEST_SYSTEMS: tuple[str, ...] = ("unguided", "guided", "served", "binary_reward", "best_match")
-# best-match similarity deciles; the last holds 1.0
-DECILES: tuple[tuple[float, float], ...] = tuple((i / 10, (i + 1) / 10) for i in range(10))
 
 
 @dataclass(frozen=True)
@@ -97,6 +101,32 @@ def _set_info(data: TestSet, path: Any, total: int) -> dict[str, Any]:
         "sentences": len(data),
         "total": total,
     }
+
+
+def decile_scores(
+    similarities: Sequence[float], outputs: dict[str, list[str]], references: Sequence[str]
+) -> list[dict[str, Any]]:
+    """BLEU of each system per best-match similarity tenth (Table 5's tenths, with exactly 1 in
+    the last): where the TM holds a close match the suggestion has to beat that match's target,
+    where it does not, the unguided model."""
+    tenths = [min(similarity_tenth(s), 9) for s in similarities]
+    rows = []
+    for tenth in range(10):
+        inside = [i for i, t in enumerate(tenths) if t == tenth]
+        rows.append(
+            {
+                "low": HISTOGRAM_EDGES[tenth],
+                "high": HISTOGRAM_EDGES[tenth + 1],
+                "sentences": len(inside),
+                "bleu": {
+                    key: corpus_score(subset(hyps, inside), subset(list(references), inside)).bleu
+                    if inside
+                    else None
+                    for key, hyps in outputs.items()
+                },
+            }
+        )
+    return rows
 
 
 def build_results(run: RunData, progress: bool = False) -> dict[str, Any]:
@@ -178,28 +208,7 @@ def build_results(run: RunData, progress: bool = False) -> dict[str, Any]:
         )
     }
 
-    # Quality per best-match similarity decile: where the TM holds a close match, the suggestion
-    # has to beat that match's target; where it does not, the unguided model.
-    results["deciles"] = []
-    for low, high in DECILES:
-        inside = [
-            i
-            for i, s in enumerate(run.similarities)
-            if low <= s < high or (high == 1.0 and s == 1.0)
-        ]
-        results["deciles"].append(
-            {
-                "low": low,
-                "high": high,
-                "sentences": len(inside),
-                "bleu": {
-                    key: corpus_score(subset(hyps, inside), subset(refs, inside)).bleu
-                    if inside
-                    else None
-                    for key, hyps in run.test_outputs.items()
-                },
-            }
-        )
+    results["deciles"] = decile_scores(run.similarities, run.test_outputs, refs)
 
     # Table 7.
     tokenize = bleu_tokenizer()

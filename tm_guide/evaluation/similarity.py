@@ -41,13 +41,19 @@ class HistogramBin:
     percent: float
 
 
+def similarity_tenth(value: float) -> int:
+    """The bin of a similarity: 0 for [0, 0.1) ... 9 for [0.9, 1), 10 for exactly 1 (a tenth's
+    edge computed as 0.30000000000000004 still starts its tenth)."""
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"similarity {value} outside [0, 1]")
+    return 10 if value >= 1.0 else min(int(value * 10 + 1e-9), 9)
+
+
 def similarity_histogram(similarities: Sequence[float]) -> list[HistogramBin]:
     """Table 5: test sentences per similarity tenth, with exactly 1 on its own row."""
     counts = [0] * 11
     for value in similarities:
-        if not 0.0 <= value <= 1.0:
-            raise ValueError(f"similarity {value} outside [0, 1]")
-        counts[10 if value >= 1.0 else min(int(value * 10 + 1e-9), 9)] += 1
+        counts[similarity_tenth(value)] += 1
     total = len(similarities)
     labels = [f"[{HISTOGRAM_EDGES[i]:.1f},{HISTOGRAM_EDGES[i + 1]:.1f})" for i in range(10)] + ["1"]
     return [
