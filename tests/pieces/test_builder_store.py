@@ -118,7 +118,7 @@ def test_piece_weighting_rules() -> None:
     assert PieceWeighting.parse("power:2").weight(0.5) == 0.25
     step = PieceWeighting.parse("step:0.8:2")
     assert (step.weight(0.5), step.weight(0.9)) == (0.5, 1.8)
-    assert PieceWeighting.parse("power:2.5").name == "power:2.5"
+    assert PieceWeighting.parse("power:2.5") == PieceWeighting("power", power=2.5)
     for bad in ("cubic", "power", "power:x", "step:0.5", "power:0", "step:1.5:2"):
         with pytest.raises(InvalidInput):
             PieceWeighting.parse(bad)

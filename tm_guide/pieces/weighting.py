@@ -54,14 +54,6 @@ class PieceWeighting:
             f"piece weighting {spec!r} is not linear, power:P or step:T:H", field="weighting"
         )
 
-    @property
-    def name(self) -> str:
-        if self.rule == "power":
-            return f"power:{self.power:g}"
-        if self.rule == "step":
-            return f"step:{self.threshold:g}:{self.gain:g}"
-        return "linear"
-
     def weight(self, similarity: float) -> float:
         if self.rule == "power":
             return float(similarity**self.power)
