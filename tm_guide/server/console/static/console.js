@@ -6,7 +6,7 @@ const KEY_SLOT = "tm-guide-key";
 const API = document.body.dataset.api || "";
 const $ = (id) => document.getElementById(id);
 
-const state = { memories: [], lastJobTimer: null };
+const state = { memories: [] };
 
 // ---- talking to the server ---------------------------------------------------------------
 
