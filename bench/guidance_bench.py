@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,23 +32,35 @@ from tm_guide.evaluation.testset import read_tsv
 from tm_guide.pieces import PieceOptions
 from tm_guide.pieces.weighting import PieceWeighting
 
-SOURCES: list[str] = []  # the set's sources, for the repeated-outputs count
 BANDS = ((0.0, 0.3), (0.3, 0.5), (0.5, 0.6), (0.6, 0.7), (0.7, 0.8), (0.8, 0.9), (0.9, 1.01))
 
 
-def band_indices(similarities: Sequence[float]) -> list[list[int]]:
-    return [[i for i, s in enumerate(similarities) if lo <= s < hi] for lo, hi in BANDS]
+@dataclass(frozen=True)
+class ScoredSet:
+    """A set's sources and references, split into halves and similarity bands."""
 
+    sources: Sequence[str]
+    refs: Sequence[str]
+    split: Any
+    bands: list[list[int]]
 
-def row(name: str, outputs: Sequence[str], refs: Sequence[str], split: Any, bands: Any) -> str:
-    """BLEU on the set, its halves and bands; the last cell counts repeated outputs."""
-    cells = [corpus_score(outputs, refs).bleu]
-    for part in (split.high, split.low):
-        cells.append(corpus_score(subset(outputs, part), subset(refs, part)).bleu)
-    for idx in bands:
-        cells.append(corpus_score(subset(outputs, idx), subset(refs, idx)).bleu if idx else 0.0)
-    repeats = repeated_outputs(outputs, SOURCES)
-    return f"| {name} | " + " | ".join(f"{c:.2f}" for c in cells) + f" | {repeats} |"
+    @classmethod
+    def of(
+        cls, sources: Sequence[str], refs: Sequence[str], similarities: Sequence[float]
+    ) -> ScoredSet:
+        bands = [[i for i, s in enumerate(similarities) if lo <= s < hi] for lo, hi in BANDS]
+        return cls(sources, refs, median_split(similarities), bands)
+
+    def row(self, name: str, outputs: Sequence[str]) -> str:
+        """BLEU on the set, its halves and bands; the last cell counts repeated outputs."""
+        refs = self.refs
+        cells = [corpus_score(outputs, refs).bleu]
+        for part in (self.split.high, self.split.low):
+            cells.append(corpus_score(subset(outputs, part), subset(refs, part)).bleu)
+        for idx in self.bands:
+            cells.append(corpus_score(subset(outputs, idx), subset(refs, idx)).bleu if idx else 0.0)
+        repeats = repeated_outputs(outputs, self.sources)
+        return f"| {name} | " + " | ".join(f"{c:.2f}" for c in cells) + f" | {repeats} |"
 
 
 def main() -> None:
@@ -84,7 +96,6 @@ def main() -> None:
     if args.limit:
         data = data.sample(args.limit, 1)
     sources, refs = data.sources, data.references
-    SOURCES[:] = sources
     bundle = Bundle.load(args.model, intra_threads=1)
     store = Store.open(args.db)
     memory = store.get_memory(args.memory)
@@ -104,8 +115,8 @@ def main() -> None:
         max((m.similarity for m in p.matches), default=0.0) if p is not None else 0.0
         for p in pieces
     ]
-    split = median_split(similarities)
-    bands = band_indices(similarities)
+    scored = ScoredSet.of(sources, refs, similarities)
+    split, bands = scored.split, scored.bands  # for the header
 
     def decode(options: Any, found: Sequence[Any]) -> list[str]:
         out: list[str] = []
@@ -125,14 +136,14 @@ def main() -> None:
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     unguided = decode(replace(base, search=replace(base.search, lam=0.0)), pieces)
-    print(row("unguided", unguided, refs, split, bands), flush=True)
+    print(scored.row("unguided", unguided), flush=True)
     best = [
         best_match_target([Candidate(m.similarity, m.segment.target) for m in p.matches])
         if p is not None
         else ""
         for p in pieces
     ]
-    print(row("best TM match", best, refs, split, bands), flush=True)
+    print(scored.row("best TM match", best), flush=True)
     for spec in args.rules.split(","):
         rule, *extras = spec.split("+")
         options = replace(
@@ -149,10 +160,9 @@ def main() -> None:
             guided = decode(replace(options, search=replace(base.search, lam=lam)), weighted)
             served = served_outputs(sources, pieces, guided)
             name = f"{spec} lambda {lam:g}"
-            print(row(name, guided, refs, split, bands), flush=True)
+            print(scored.row(name, guided), flush=True)
             print(
-                row(f"{name}, served", served, refs, split, bands)
-                + f" {time.perf_counter() - started:.0f} s",
+                scored.row(f"{name}, served", served) + f" {time.perf_counter() - started:.0f} s",
                 flush=True,
             )
             for t in (float(x) for x in args.candidates.split(",") if x):
@@ -160,18 +170,12 @@ def main() -> None:
                     translator, sources, guided, weighted, lam, t, base.search
                 )
                 print(
-                    row(f"{name}, TM targets >= {t:g} as candidates", chosen, refs, split, bands),
+                    scored.row(f"{name}, TM targets >= {t:g} as candidates", chosen),
                     flush=True,
                 )
                 both = served_outputs(sources, pieces, chosen)
                 print(
-                    row(
-                        f"{name}, TM targets >= {t:g} as candidates, served",
-                        both,
-                        refs,
-                        split,
-                        bands,
-                    ),
+                    scored.row(f"{name}, TM targets >= {t:g} as candidates, served", both),
                     flush=True,
                 )
     store.close()
