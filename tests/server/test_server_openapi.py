@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 
 from tm_guide.server import create_app
-from tm_guide.server.api.docs import spec
+from tm_guide.server.config import Limits
+from tm_guide.server.document import served_document
 from tm_guide.server.config import ServerConfig
 
 IGNORED_METHODS = {"HEAD", "OPTIONS"}
@@ -22,7 +23,7 @@ def app_routes() -> set[tuple[str, str]]:
 
 
 def spec_routes() -> set[tuple[str, str]]:
-    document = spec()
+    document = served_document(Limits())
     return {
         (method.upper(), path)
         for path, item in document["paths"].items()
@@ -45,7 +46,7 @@ def _parameter_names(document: dict, parameters: list[dict]) -> set[str]:
 
 
 def test_spec_is_openapi_3_and_documents_path_parameters() -> None:
-    document = spec()
+    document = served_document(Limits())
     assert document["openapi"].startswith("3.")
     for path, item in document["paths"].items():
         shared = _parameter_names(document, item.get("parameters", []))
@@ -63,7 +64,7 @@ def test_spec_is_valid_openapi_with_no_field_lost_to_yaml() -> None:
     value; the validator does not always notice, so no value may be null."""
     from openapi_spec_validator import validate
 
-    document = spec()
+    document = served_document(Limits())
     validate(document)
 
     def nulls(node: object, path: str) -> list[str]:

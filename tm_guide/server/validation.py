@@ -9,15 +9,6 @@ from flask import request
 
 from tm_guide.errors import InvalidInput
 
-_TYPE_NAMES = {
-    str: "a string",
-    int: "an integer",
-    float: "a number",
-    bool: "a boolean",
-    list: "a list",
-    dict: "an object",
-}
-
 
 def json_name(value: Any) -> str:
     if value is None:
@@ -76,85 +67,6 @@ def _refuse_lone_surrogates(value: Any, where: str) -> None:
     elif isinstance(value, list):
         for i, item in enumerate(value):
             _refuse_lone_surrogates(item, f"{where}[{i}]")
-
-
-def get_field(
-    obj: dict[str, Any],
-    name: str,
-    kind: type | tuple[type, ...],
-    *,
-    path: str = "",
-    required: bool = False,
-    default: Any = None,
-) -> Any:
-    """obj[name] checked against `kind`; `path` prefixes the field name (segments[2].)."""
-    where = f"{path}{name}"
-    if name not in obj or obj[name] is None:
-        if required:
-            raise InvalidInput(f"field '{where}' is required", field=where)
-        return default
-    value = obj[name]
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    ok = isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds)
-    if float in kinds and isinstance(value, int) and not isinstance(value, bool):
-        ok = True
-        value = float(value)
-    if not ok:
-        expected = " or ".join(_TYPE_NAMES.get(k, k.__name__) for k in kinds)
-        raise InvalidInput(
-            f"field '{where}' must be {expected}, not {json_name(value)}", field=where
-        )
-    return value
-
-
-def reject_unknown(obj: dict[str, Any], allowed: frozenset[str], *, path: str = "") -> None:
-    """A misspelt or misplaced field is an error, not silently ignored."""
-    unknown = sorted(set(obj) - allowed)
-    if unknown:
-        where = f"{path}{unknown[0]}"
-        raise InvalidInput(
-            f"unknown field '{where}'; expected one of: {', '.join(sorted(allowed))}", field=where
-        )
-
-
-def in_range(value: float, low: float, high: float, where: str) -> float:
-    if not low <= value <= high:
-        raise InvalidInput(
-            f"field '{where}' must be between {low} and {high}, not {value}", field=where
-        )
-    return value
-
-
-def text_field(
-    obj: dict[str, Any], name: str, max_chars: int, *, path: str = "", required: bool = True
-) -> str | None:
-    """A non-empty string no longer than the segment-length limit."""
-    value = get_field(obj, name, str, path=path, required=required)
-    if value is None:
-        return None
-    where = f"{path}{name}"
-    if required and not value.strip():
-        raise InvalidInput(f"field '{where}' must not be empty", field=where)
-    if len(value) > max_chars:
-        raise InvalidInput(
-            f"field '{where}' is {len(value)} characters long; the limit is {max_chars}",
-            field=where,
-        )
-    return value
-
-
-def int_arg(name: str, default: int, low: int, high: int) -> int:
-    """An integer query-string argument within bounds."""
-    raw = request.args.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise InvalidInput(
-            f"query parameter '{name}' must be an integer, not {raw!r}", field=name
-        ) from None
-    return int(in_range(value, low, high, name))
 
 
 def request_arguments() -> dict[str, Any]:

@@ -1,31 +1,23 @@
-"""The OpenAPI 3 description of this API, served as JSON and as the YAML it is written in."""
+"""The OpenAPI 3 description of this API, as JSON and as YAML, with this server's limits."""
 
 from __future__ import annotations
-
-import functools
-from importlib import resources
-from typing import Any
 
 import yaml
 from flask import Blueprint, Response, jsonify
 
+from tm_guide.server.api.common import services
+from tm_guide.server.document import served_document
+
 blueprint = Blueprint("docs", __name__, url_prefix="/v1")
-
-
-def spec_text() -> str:
-    return resources.files("tm_guide.server").joinpath("openapi.yaml").read_text(encoding="utf-8")
-
-
-@functools.cache
-def spec() -> dict[str, Any]:
-    return yaml.safe_load(spec_text())
 
 
 @blueprint.get("/openapi.json")
 def openapi_json() -> Response:
-    return jsonify(spec())
+    return jsonify(served_document(services().config.limits))
 
 
 @blueprint.get("/openapi.yaml")
 def openapi_yaml() -> Response:
-    return Response(spec_text(), mimetype="application/yaml")
+    document = served_document(services().config.limits)
+    text = yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=100)
+    return Response(text, mimetype="application/yaml")

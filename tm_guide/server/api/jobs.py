@@ -12,12 +12,12 @@ from flask import Blueprint, Response, jsonify, request, stream_with_context, ur
 from tm_guide.errors import Forbidden, InvalidInput
 from tm_guide.server.api.common import services
 from tm_guide.server.auth import current_principal, require
+from tm_guide.server.document import query_arguments
 from tm_guide.server.jobs import CountingReader, JobProgress
 from tm_guide.server.services import Services
 
 blueprint = Blueprint("jobs", __name__, url_prefix="/v1")
 
-IMPORT_FORMATS = ("tmx", "xliff")
 CHUNK = 1024 * 1024
 
 
@@ -26,11 +26,7 @@ def start_import(name: str) -> tuple[Response, int]:
     """The request body is the TMX or XLIFF file itself (or a multipart form field `file`)."""
     principal = require(name, "write")
     svc = services()
-    fmt = request.args.get("format", "tmx").lower()
-    if fmt not in IMPORT_FORMATS:
-        raise InvalidInput(
-            f"query parameter 'format' must be one of {', '.join(IMPORT_FORMATS)}", field="format"
-        )
+    fmt = query_arguments()["format"]
     memory = svc.store().get_memory(name)
     request.max_content_length = svc.config.limits.max_import_bytes
     job_id = svc.jobs.new_job("import", memory.name, principal.name, fmt)

@@ -4,34 +4,28 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, Response, jsonify, request
+from flask import Blueprint, Response, jsonify
 
-from tm_guide.errors import InvalidInput, NotFound
-from tm_guide.records import NOT_XML, SegmentRecord
+from tm_guide.errors import NotFound
+from tm_guide.records import SegmentRecord
 from tm_guide.server.api.common import services
 from tm_guide.server.auth import require
+from tm_guide.server.document import query_arguments, request_body
 from tm_guide.server.shapes import memory_json, segment_json
-from tm_guide.server.validation import get_field, int_arg, json_body, text_field
 
 blueprint = Blueprint("segments", __name__, url_prefix="/v1/memories/<name>")
 
 
-def record_from_json(body: dict[str, Any], author: str, *, path: str = "") -> SegmentRecord:
-    """A SegmentRecord from a request object, every field checked and named on error."""
-    limit = services().config.limits.max_segment_chars
-    props = get_field(body, "props", dict, path=path, default={})
-    for key, value in props.items():
-        if not isinstance(value, str):
-            where = f"{path}props.{key}"
-            raise InvalidInput(f"field '{where}' must be a string", field=where)
+def record_from_json(body: dict[str, Any], author: str) -> SegmentRecord:
+    """A SegmentRecord from a request object the document's SegmentInput has checked."""
     return SegmentRecord(
-        source=text_field(body, "source", limit, path=path) or "",
-        target=text_field(body, "target", limit, path=path) or "",
-        tuid=text_field(body, "tuid", 200, path=path, required=False),
-        context=text_field(body, "context", limit, path=path, required=False),
-        created_by=get_field(body, "created_by", str, path=path) or author,
-        changed_by=get_field(body, "changed_by", str, path=path) or author,
-        props=dict(props),
+        source=body["source"],
+        target=body["target"],
+        tuid=body.get("tuid"),
+        context=body.get("context"),
+        created_by=body.get("created_by") or author,
+        changed_by=body.get("changed_by") or author,
+        props=dict(body.get("props") or {}),
     )
 
 
@@ -49,7 +43,7 @@ def _written(segment: Any, memory: Any, status: int) -> tuple[Response, int]:
 @blueprint.post("/segments")
 def add_segment(name: str) -> tuple[Response, int]:
     principal = require(name, "write")
-    record = record_from_json(json_body(), principal.name)
+    record = record_from_json(request_body(), principal.name)
     store = services().store()
     segment, memory = store.write_segment(store.get_memory(name), record)
     return _written(segment, memory, 201)
@@ -58,9 +52,7 @@ def add_segment(name: str) -> tuple[Response, int]:
 @blueprint.put("/segments/by-tuid/<tuid>")
 def update_segment(name: str, tuid: str) -> tuple[Response, int]:
     principal = require(name, "write")
-    body = json_body()
-    if "tuid" in body:
-        raise InvalidInput("the tuid is the path's; leave it out of the body", field="tuid")
+    body = request_body()  # SegmentReplacement: the tuid is the path's, never the body's
     record = record_from_json({**body, "tuid": tuid}, principal.name)
     store = services().store()
     segment = store.update_segment(store.get_memory(name), tuid, record)
@@ -95,24 +87,9 @@ def delete_segment(name: str, segment_id: int) -> tuple[str, int]:
 def concordance(name: str) -> Response:
     """Word or substring search on either side, as a CAT tool's concordance window."""
     require(name, "read")
-    query = request.args.get("q", "")
-    if not query.strip():
-        raise InvalidInput("query parameter 'q' is required", field="q")
-    bad = NOT_XML.search(query)
-    if bad is not None:  # no stored text holds one (and PostgreSQL refuses NUL in a pattern)
-        raise InvalidInput(
-            f"query parameter 'q' holds U+{ord(bad.group()):04X}, which no segment can hold",
-            field="q",
-        )
-    limit_chars = services().config.limits.max_segment_chars
-    if len(query) > limit_chars:
-        raise InvalidInput(
-            f"query parameter 'q' is longer than {limit_chars} characters", field="q"
-        )
-    side = request.args.get("side", "source")
-    if side not in ("source", "target"):
-        raise InvalidInput("query parameter 'side' must be 'source' or 'target'", field="side")
-    limit = int_arg("limit", 50, 1, 500)
+    args = query_arguments()
     store = services().store()
-    hits = store.concordance(store.get_memory(name), query, side=side, limit=limit)
+    hits = store.concordance(
+        store.get_memory(name), args["q"], side=args["side"], limit=args["limit"]
+    )
     return jsonify({"segments": [segment_json(s) for s in hits]})
