@@ -62,7 +62,7 @@ def test_compiled_search_equals_search_py_on_the_same_log_probs(peaked_bundle, s
     decoder = CT2StepDecoder(bundle.translator, bundle.vocabularies.target)
     caps = [MAX_LENGTH - (i % 3) * 4 for i in range(len(inputs))]
     expected = python_beam_search(decoder, inputs, options, rewards, max_lengths=caps)
-    closed = compiled.compiled_search(decoder, inputs, options, rewards, caps)
+    closed = compiled.compiled_search(decoder, inputs, options, rewards, caps, [[]] * len(inputs))
     found = [_finalize(sentence, options) for sentence in closed]
     assert found == expected
     if options.lam:
@@ -81,12 +81,30 @@ def test_compiled_search_equals_search_py_with_clipped_pieces(peaked_bundle, sen
     decoder = CT2StepDecoder(bundle.translator, bundle.vocabularies.target)
     caps = [MAX_LENGTH] * len(inputs)
     expected = python_beam_search(decoder, inputs, options, rewards, max_lengths=caps)
-    closed = compiled.compiled_search(decoder, inputs, options, rewards, caps)
+    closed = compiled.compiled_search(decoder, inputs, options, rewards, caps, [[]] * len(inputs))
     assert [_finalize(sentence, options) for sentence in closed] == expected
     for table, best in zip(rewards, expected, strict=True):
         assert best[0].reward == pytest.approx(
             lam * table.sequence_reward(best[0].token_ids, repeats=False), abs=1e-4
         )
+
+
+@pytest.mark.parametrize("lam", [0.0, 2.0])
+def test_compiled_search_forces_target_prefixes_as_search_py_does(peaked_bundle, sentences, lam):
+    """Prefixes of 0, 1 and 2 tokens (one of them </s>) in one guided batch: the compiled search
+    forces, scores and closes them bit for bit as search.py does."""
+    bundle = peaked_bundle
+    inputs = model_inputs(bundle, sentences)
+    rewards = _plausible_pieces(bundle, inputs)
+    end = bundle.vocabularies.target.index(bundle.eos_token)
+    prefixes = [[[9], [10, end], []][i % 3] for i in range(len(inputs))]
+    options = SearchOptions(beam_size=4, max_length=MAX_LENGTH, lam=lam)
+    decoder = CT2StepDecoder(bundle.translator, bundle.vocabularies.target)
+    caps = [MAX_LENGTH] * len(inputs)
+    expected = python_beam_search(decoder, inputs, options, rewards, caps, prefixes)
+    closed = compiled.compiled_search(decoder, inputs, options, rewards, caps, prefixes)
+    assert [_finalize(sentence, options) for sentence in closed] == expected
+    assert all(list(best[0].token_ids[: len(p)]) == p for best, p in zip(expected, prefixes))
 
 
 def test_fused_log_probs_stay_as_close_to_ct2_int8_as_ct2_float_is(
@@ -192,6 +210,26 @@ def test_fused_lambda_zero_matches_native_beam_search_on_the_demo_model(demo_bun
     found = beam_search(decoder, inputs, SearchOptions(beam_size=5, max_length=64, lam=0))
     native = bundle.translator.translate_batch(
         inputs, beam_size=5, max_decoding_length=64, return_scores=True
+    )
+    for output, hyps in zip(native, found, strict=True):
+        assert [bundle.vocabularies.target[i] for i in hyps[0].token_ids] == output.hypotheses[0]
+        assert hyps[0].score == pytest.approx(output.scores[0], abs=0.02)
+
+
+def test_fused_forces_a_target_prefix_as_native_translate_batch_does(demo_bundle, sentences):
+    bundle = demo_bundle
+    decoder = fused_engine.FusedDecoder(bundle.path)
+    inputs = model_inputs(bundle, sentences)
+    prefixes = [["▁Die"] if i % 2 else [] for i in range(len(inputs))]
+    index = {t: i for i, t in enumerate(bundle.vocabularies.target)}
+    found = beam_search(
+        decoder,
+        inputs,
+        SearchOptions(beam_size=5, max_length=64, lam=0),
+        prefixes=[[index[t] for t in p] for p in prefixes],
+    )
+    native = bundle.translator.translate_batch(
+        inputs, beam_size=5, max_decoding_length=64, return_scores=True, target_prefix=prefixes
     )
     for output, hyps in zip(native, found, strict=True):
         assert [bundle.vocabularies.target[i] for i in hyps[0].token_ids] == output.hypotheses[0]

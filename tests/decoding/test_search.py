@@ -50,6 +50,41 @@ def test_lambda_zero_reproduces_native_beam_search(request, bundle_name, beam, s
         assert hyps[0].reward == 0.0
 
 
+@SEARCHES
+@pytest.mark.parametrize("beam", [1, 4])
+@pytest.mark.parametrize("bundle_name", ["tiny_bundle", "peaked_bundle"])
+def test_a_target_prefix_is_forced_as_translate_batch_forces_it(
+    request, bundle_name, beam, sentences, search
+):
+    """A multilingual model's language token is translate_batch's target_prefix: forced, not
+    scored, kept in the output and counted in its length. Prefixes of 0, 1 and 2 tokens share
+    the batch (one of them </s>, which must not close anything while forced)."""
+    bundle = request.getfixturevalue(bundle_name)
+    inputs = _inputs(bundle, sentences)
+    vocab = bundle.vocabularies.target
+    shapes = [[vocab[9]], [vocab[10], bundle.eos_token], []]
+    prefixes = [shapes[i % len(shapes)] for i in range(len(inputs))]
+    native = bundle.translator.translate_batch(
+        inputs,
+        beam_size=beam,
+        max_decoding_length=MAX_LENGTH,
+        return_scores=True,
+        target_prefix=prefixes,
+    )
+    decoder = CT2StepDecoder(bundle.translator, vocab)
+    index = {t: i for i, t in enumerate(vocab)}
+    found = search(
+        decoder,
+        inputs,
+        SearchOptions(beam_size=beam, max_length=MAX_LENGTH, lam=0),
+        prefixes=[[index[t] for t in prefix] for prefix in prefixes],
+    )
+    for prefix, expected, hyps in zip(prefixes, native, found, strict=True):
+        assert _tokens(bundle, hyps[0]) == expected.hypotheses[0]
+        assert _tokens(bundle, hyps[0])[: len(prefix)] == prefix
+        assert hyps[0].score == pytest.approx(expected.scores[0], abs=1e-4)
+
+
 def test_peaked_fixture_ends_hypotheses_at_varied_lengths(peaked_bundle, sentences):
     """Guards the fixture itself: without </s> choices the EOS logic would go untested."""
     lengths = {len(t) for t, _ in _native(peaked_bundle, _inputs(peaked_bundle, sentences), 4)}

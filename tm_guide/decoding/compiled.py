@@ -132,6 +132,7 @@ def compiled_search(
     options: SearchOptions,
     rewards: Sequence[PieceReward | None],
     caps: Sequence[int],
+    prefixes: Sequence[Sequence[int]],
 ) -> list[list[Closed]]:
     """The compiled search over another engine's steps (the tests hold it to search.py's)."""
     state = decoder.start(sources)
@@ -147,5 +148,6 @@ def compiled_search(
         [int(c) for c in caps],
         search_config(decoder, options),
         reward_tables(rewards, decoder.vocab_size),
+        [list(prefix) for prefix in prefixes],
     )
     return closed_hypotheses(closed)

@@ -78,6 +78,7 @@ class FusedDecoder(TargetVocabulary):
         options: SearchOptions,
         rewards: Sequence[PieceReward | None],
         caps: Sequence[int],
+        prefixes: Sequence[Sequence[int]],
     ) -> list[list[Closed]]:
         """search.beam_search's closed hypotheses per sentence (it validates and finalizes)."""
         ids = [self.sources.source_ids(tokens) for tokens in sources]
@@ -86,7 +87,11 @@ class FusedDecoder(TargetVocabulary):
         tables = reward_tables(rewards, self.vocab_size)
         try:
             closed = self._model.search(
-                ids, [int(c) for c in caps], search_config(self, options), tables
+                ids,
+                [int(c) for c in caps],
+                search_config(self, options),
+                tables,
+                [list(prefix) for prefix in prefixes],
             )
         except ValueError as exc:  # the C++ checks of source and output length
             raise ModelError(str(exc)) from exc

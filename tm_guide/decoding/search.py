@@ -11,7 +11,12 @@ lambda = 0 it returns what ``translate_batch(beam_size=K)`` returns, token for t
   as soon as the best beam is closed and num_hypotheses are);
 * a closed hypothesis is ranked by score / length ** length_penalty, the length counting the </s>
   (the paper's eq. 6 is length_penalty = 1);
-* </s> is masked before the softmax while step < min_length (by the engine, see StepDecoder).
+* </s> is masked before the softmax while step < min_length (by the engine, see StepDecoder);
+* a target prefix (a multilingual model's language token) is forced as CTranslate2 forces
+  `target_prefix`: while step < its length every candidate is the prefix token, the first with
+  score 0 and the others -1e10 (the prefix's log-probabilities are not counted, and it closes
+  nothing); on the step right after it, a </s> among the candidates but the first becomes token
+  0 at -1e10; the prefix stays in the output and counts in its length and max_length.
 
 The reward, lambda * sum_n D_X(...), is added to the log-probabilities of each live hypothesis
 before the candidates are ranked, so it steers every step of the search. It is kept apart from the
@@ -76,6 +81,7 @@ class WholeSearchDecoder(Protocol):
         options: SearchOptions,
         rewards: Sequence[PieceReward | None],
         caps: Sequence[int],
+        prefixes: Sequence[Sequence[int]],
     ) -> list[list[Closed]]: ...
 
 
@@ -144,8 +150,12 @@ def beam_search(
     options: SearchOptions,
     rewards: Sequence[PieceReward | None] | None = None,
     max_lengths: Sequence[int] | None = None,
+    prefixes: Sequence[Sequence[int]] | None = None,
 ) -> list[list[Hypothesis]]:
     """Translate a batch; for each sentence the num_hypotheses best hypotheses, best first.
+
+    `prefixes` are target token ids each sentence's output starts with (translate_batch's
+    target_prefix: a multilingual model's target-language token); they stay in the output.
 
     `max_lengths` caps each sentence's output on its own (each at most options.max_length), so
     that a sentence's output does not depend on the lengths of its batchmates; without it every
@@ -159,13 +169,14 @@ def beam_search(
     if caps is None:
         return []
     tables = rewards if rewards is not None else [None] * len(sources)
+    forced = _checked_prefixes(prefixes, len(sources), decoder.vocab_size)
     if isinstance(decoder, WholeSearchDecoder):
-        found = decoder.run_search(sources, options, tables, caps.tolist())
+        found = decoder.run_search(sources, options, tables, caps.tolist(), forced)
         return [_finalize(sentence, options) for sentence in found]
     if compiled.available() and compiled.supports(tables):
-        found = compiled.compiled_search(decoder, sources, options, tables, caps.tolist())
+        found = compiled.compiled_search(decoder, sources, options, tables, caps.tolist(), forced)
         return [_finalize(sentence, options) for sentence in found]
-    return _search(decoder, sources, options, rewards, caps)
+    return _search(decoder, sources, options, rewards, caps, forced)
 
 
 def python_beam_search(
@@ -174,11 +185,28 @@ def python_beam_search(
     options: SearchOptions,
     rewards: Sequence[PieceReward | None] | None = None,
     max_lengths: Sequence[int] | None = None,
+    prefixes: Sequence[Sequence[int]] | None = None,
 ) -> list[list[Hypothesis]]:
     """beam_search in Python: the reference that the compiled search is tested against, and
     what runs where it was not built."""
     caps = _checked_caps(decoder, sources, options, rewards, max_lengths)
-    return [] if caps is None else _search(decoder, sources, options, rewards, caps)
+    if caps is None:
+        return []
+    forced = _checked_prefixes(prefixes, len(sources), decoder.vocab_size)
+    return _search(decoder, sources, options, rewards, caps, forced)
+
+
+def _checked_prefixes(
+    prefixes: Sequence[Sequence[int]] | None, batch_size: int, vocab_size: int
+) -> list[list[int]]:
+    if prefixes is None:
+        return [[] for _ in range(batch_size)]
+    if len(prefixes) != batch_size:
+        raise InvalidInput("one target prefix per sentence is required", field="prefixes")
+    checked = [[int(t) for t in prefix] for prefix in prefixes]
+    if any(not 0 <= t < vocab_size for prefix in checked for t in prefix):
+        raise InvalidInput("a target prefix token is outside the vocabulary", field="prefixes")
+    return checked
 
 
 def _checked_caps(
@@ -203,6 +231,7 @@ def _search(
     options: SearchOptions,
     rewards: Sequence[PieceReward | None] | None,
     caps: np.ndarray,
+    prefixes: Sequence[Sequence[int]],
 ) -> list[list[Hypothesis]]:
     vocab_size = decoder.vocab_size
     batch_size = len(sources)
@@ -253,6 +282,7 @@ def _search(
         next_rows: list[int] = []
         next_ids: list[int] = []
         next_score: list[np.float32] = []
+        next_counted: list[bool] = []
         still_live: list[int] = []
         for group, sentence in enumerate(live):
             is_last_step = step + 1 == caps[sentence]
@@ -260,24 +290,32 @@ def _search(
             token_ids = flat % vocab_size
             origins = group * rows_per_sentence + flat // vocab_size
             scores = top_scores[group]
+            prefix = prefixes[sentence]
+            if step <= len(prefix) and prefix:
+                token_ids, origins, scores = _apply_prefix(
+                    prefix, step, token_ids, origins, scores, group * rows_per_sentence, end_id
+                )
             secondary = beam
             chosen: list[int] = []
             for k in range(beam):
                 pick = k
                 token = int(token_ids[k])
-                if token == end_id or is_last_step:
+                if (token == end_id and step >= len(prefix)) or is_last_step:
                     if k == 0:
                         top_closed[sentence] = True
                     origin = int(origins[k])
                     tokens = sequences[origin] if token == end_id else sequences[origin] + [token]
+                    counted = step >= len(prefix)  # a forced token's log-prob is not counted
                     closed[sentence].append(
                         Closed(
                             raw_score=float(scores[k]),
                             token_ids=tuple(tokens),
-                            log_prob=float(cum_logp[origin] + log_probs[origin, token]),
+                            log_prob=float(
+                                cum_logp[origin] + (log_probs[origin, token] if counted else 0)
+                            ),
                             reward=float(
                                 cum_reward[origin]
-                                + (step_reward.get(origin, token) if step_reward else 0.0)
+                                + (step_reward.get(origin, token) if step_reward and counted else 0)
                             ),
                             length=len(sequences[origin]) + 1,
                         )
@@ -304,14 +342,16 @@ def _search(
                 next_rows.append(int(origins[pick]))
                 next_ids.append(int(token_ids[pick]))
                 next_score.append(scores[pick])
+                next_counted.append(step >= len(prefix))
 
         if not still_live:
             break
         parents = np.asarray(next_rows, dtype=np.int64)
         last_ids = np.asarray(next_ids, dtype=np.int64)
-        new_logp = cum_logp[parents] + log_probs[parents, last_ids]
-        new_reward = cum_reward[parents] + (
-            step_reward.get_many(parents, last_ids) if step_reward else 0.0
+        counted = np.asarray(next_counted)
+        new_logp = cum_logp[parents] + np.where(counted, log_probs[parents, last_ids], 0)
+        new_reward = cum_reward[parents] + np.where(
+            counted, step_reward.get_many(parents, last_ids) if step_reward else 0.0, 0.0
         )
         cum_score = np.asarray(next_score, dtype=np.float32)
         cum_logp = new_logp.astype(np.float32)
@@ -327,6 +367,34 @@ def _search(
         live = np.asarray(still_live, dtype=np.int64)
         rows_per_sentence = beam
     return results
+
+
+def _apply_prefix(
+    prefix: Sequence[int],
+    step: int,
+    token_ids: np.ndarray,
+    origins: np.ndarray,
+    scores: np.ndarray,
+    first_row: int,
+    end_id: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """CTranslate2's update_sample_with_prefix on one sentence's candidates (step <= prefix
+    length): the prefix token everywhere while step < its length (the first candidate at 0, the
+    rest at -1e10, all from the sentence's first row); right after it, a </s> other than the
+    first candidate becomes token 0 at -1e10."""
+    token_ids, origins, scores = token_ids.copy(), origins.copy(), scores.copy()
+    if step < len(prefix):
+        token_ids[:] = prefix[step]
+        scores[:] = np.float32(-1e10)
+        scores[0] = np.float32(0)
+        origins[:] = first_row
+        return token_ids, origins, scores
+    for k in range(1, len(token_ids)):
+        if token_ids[k] == end_id:
+            token_ids[k] = 0
+            scores[k] = np.float32(-1e10)
+            origins[k] = first_row
+    return token_ids, origins, scores
 
 
 def _sentence_caps(

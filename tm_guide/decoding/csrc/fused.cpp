@@ -135,17 +135,19 @@ PYBIND11_MODULE(_fused, m) {
           "search",
           [](const Model& model, const std::vector<std::vector<int>>& sources,
              const std::vector<int>& caps, const SearchConfig& cfg,
-             const std::vector<std::shared_ptr<RewardTable>>& rewards) {
+             const std::vector<std::shared_ptr<RewardTable>>& rewards,
+             const std::vector<std::vector<int>>& prefixes) {
             std::vector<std::vector<Closed>> closed;
             {
               py::gil_scoped_release release;
               Decoding decoding(model, model.encode(sources, cfg.threads), cfg.end_id, cfg.threads);
               closed = run_search(decoding, static_cast<int>(sources.size()), caps, cfg,
-                                  table_pointers(rewards));
+                                  table_pointers(rewards), prefixes);
             }
             return to_python(closed);
           },
-          "Guided beam search over source id lists; per sentence its closed hypotheses.")
+          "Guided beam search over source id lists (each output starting with its forced prefix "
+          "ids); per sentence its closed hypotheses.")
       .def(
           "score",
           [](const Model& model, const std::vector<int>& source, const std::vector<int>& target,
@@ -171,12 +173,13 @@ PYBIND11_MODULE(_fused, m) {
   m.def(
       "search_with_steps",
       [](py::function step, int batch, const std::vector<int>& caps, const SearchConfig& cfg,
-         const std::vector<std::shared_ptr<RewardTable>>& rewards) {
+         const std::vector<std::shared_ptr<RewardTable>>& rewards,
+         const std::vector<std::vector<int>>& prefixes) {
         PythonSteps provider(std::move(step), cfg.vocab);
         std::vector<std::vector<Closed>> closed;
         {
           py::gil_scoped_release release;
-          closed = run_search(provider, batch, caps, cfg, table_pointers(rewards));
+          closed = run_search(provider, batch, caps, cfg, table_pointers(rewards), prefixes);
         }
         return to_python(closed);
       },

@@ -78,10 +78,16 @@ inline void top_k(const float* values, const float* cum, int rows, int vocab, in
   }
 }
 
-inline std::vector<std::vector<Closed>> run_search(StepProvider& provider, int batch,
-                                                   const std::vector<int>& caps,
-                                                   const SearchConfig& cfg,
-                                                   const std::vector<const RewardTable*>& rewards) {
+// The candidates of one sentence as search.py's _apply_prefix leaves them.
+struct Picks {
+  std::vector<int> tokens, origins;
+  std::vector<float> scores;
+};
+
+inline std::vector<std::vector<Closed>> run_search(
+    StepProvider& provider, int batch, const std::vector<int>& caps, const SearchConfig& cfg,
+    const std::vector<const RewardTable*>& rewards,
+    const std::vector<std::vector<int>>& prefixes) {
   const int vocab = cfg.vocab, beam = cfg.beam, num_candidates = 2 * beam;
   const bool use_reward =
       cfg.lam != 0.0 && std::any_of(rewards.begin(), rewards.end(), [](auto* t) { return t; });
@@ -164,30 +170,53 @@ inline std::vector<std::vector<Closed>> run_search(StepProvider& provider, int b
 
     std::vector<int> next_rows, next_ids, still_live;
     std::vector<float> next_score;
+    std::vector<char> next_counted;
     for (size_t g = 0; g < live.size(); ++g) {
       const int sentence = live[g];
       const bool is_last_step = step + 1 == caps[sentence];
       const auto& cands = tops[g];
       const int count = static_cast<int>(cands.size());
-      auto token_of = [&](int j) { return static_cast<int>(cands[j].flat % vocab); };
-      auto origin_of = [&](int j) {
-        return static_cast<int>(g * rows_per + cands[j].flat / vocab);
-      };
+      const std::vector<int>& prefix = prefixes[sentence];
+      const int prefix_length = static_cast<int>(prefix.size());
+      const bool counted = step >= prefix_length;  // a forced token's log-prob is not counted
+      Picks picks;
+      for (const auto& c : cands) {
+        picks.tokens.push_back(static_cast<int>(c.flat % vocab));
+        picks.origins.push_back(static_cast<int>(g * rows_per + c.flat / vocab));
+        picks.scores.push_back(c.score);
+      }
+      if (prefix_length > 0 && step <= prefix_length) {  // CTranslate2's target_prefix rule
+        const int first_row = static_cast<int>(g * rows_per);
+        for (int j = 0; j < count; ++j) {
+          if (step < prefix_length) {
+            picks.tokens[j] = prefix[step];
+            picks.scores[j] = j == 0 ? 0.0f : -1e10f;
+            picks.origins[j] = first_row;
+          } else if (j > 0 && picks.tokens[j] == cfg.end_id) {
+            picks.tokens[j] = 0;
+            picks.scores[j] = -1e10f;
+            picks.origins[j] = first_row;
+          }
+        }
+      }
+      auto token_of = [&](int j) { return picks.tokens[j]; };
+      auto origin_of = [&](int j) { return picks.origins[j]; };
       int secondary = beam;
       std::vector<int> chosen;
       for (int k = 0; k < beam && k < count; ++k) {
         int pick = k;
         const int token = token_of(k);
-        if (token == cfg.end_id || is_last_step) {
+        if ((token == cfg.end_id && counted) || is_last_step) {
           if (k == 0) top_closed[sentence] = 1;
           const int origin = origin_of(k);
           Closed c;
-          c.raw_score = cands[k].score;
+          c.raw_score = picks.scores[k];
           c.tokens = sequences[origin];
           if (token != cfg.end_id) c.tokens.push_back(token);
-          c.log_prob = static_cast<double>(cum_logp[origin] +
-                                           log_probs[static_cast<size_t>(origin) * vocab + token]);
-          c.reward = cum_reward[origin] + reward_of(origin, token);
+          c.log_prob = static_cast<double>(
+              cum_logp[origin] +
+              (counted ? log_probs[static_cast<size_t>(origin) * vocab + token] : 0.0f));
+          c.reward = cum_reward[origin] + (counted ? reward_of(origin, token) : 0.0);
           c.length = static_cast<int>(sequences[origin].size()) + 1;
           closed[sentence].push_back(std::move(c));
           for (int j = secondary; j < count; ++j) {
@@ -214,7 +243,8 @@ inline std::vector<std::vector<Closed>> run_search(StepProvider& provider, int b
       for (int pick : chosen) {
         next_rows.push_back(origin_of(pick));
         next_ids.push_back(token_of(pick));
-        next_score.push_back(cands[pick].score);
+        next_score.push_back(picks.scores[pick]);
+        next_counted.push_back(counted);
       }
     }
     if (still_live.empty()) break;
@@ -224,8 +254,9 @@ inline std::vector<std::vector<Closed>> run_search(StepProvider& provider, int b
     std::vector<std::vector<int>> new_sequences(n_next), new_used(track_used ? n_next : 0);
     for (size_t i = 0; i < n_next; ++i) {
       const int p = next_rows[i], t = next_ids[i];
-      new_logp[i] = cum_logp[p] + log_probs[static_cast<size_t>(p) * vocab + t];
-      new_reward[i] = cum_reward[p] + reward_of(p, t);
+      new_logp[i] = cum_logp[p] + (next_counted[i] ? log_probs[static_cast<size_t>(p) * vocab + t]
+                                                    : 0.0f);
+      new_reward[i] = cum_reward[p] + (next_counted[i] ? reward_of(p, t) : 0.0);
       new_sequences[i] = sequences[p];
       new_sequences[i].push_back(t);
       if (track_used) {
