@@ -4,37 +4,11 @@ from __future__ import annotations
 
 import io
 import json
-import random
 import warnings
 from pathlib import Path
 
 import pytest
-
-# A random-weight model is enough to exercise loading, conversion and decoding mechanics; its
-# output is deterministic but meaningless. The real demo model is tested in tests/model/.
-_TINY_EN = (
-    "click open the menu file save window dialog select table cell text page insert format "
-    "tools edit view help document choose button spreadsheet chart style paragraph font "
-    "column row sheet range value number date time print export import options settings "
-    "properties new name"
-)
-_TINY_DE = (
-    "klicken öffnen das menü datei speichern fenster dialog auswählen tabelle zelle text "
-    "seite einfügen format extras bearbeiten ansicht hilfe dokument wählen schaltfläche "
-    "diagramm vorlage absatz schriftart spalte zeile bereich wert zahl datum uhrzeit drucken "
-    "exportieren optionen einstellungen eigenschaften größe über für neu"
-)
-
-
-def _tiny_corpus(seed: int = 7, pairs: int = 400) -> list[str]:
-    rng = random.Random(seed)
-    lines = []
-    for _ in range(pairs):
-        for vocabulary in (_TINY_EN, _TINY_DE):
-            words = vocabulary.split()
-            n = rng.randint(3, 12)
-            lines.append(" ".join(rng.choice(words) for _ in range(n)).capitalize() + ".")
-    return lines
+from tiny_corpus import tiny_corpus
 
 
 def _train_tiny_spm(lines: list[str]) -> bytes:
@@ -70,7 +44,7 @@ def tiny_marian_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     import sentencepiece as spm
 
     out = tmp_path_factory.mktemp("tiny-marian")
-    spm_bytes = _train_tiny_spm(_tiny_corpus())
+    spm_bytes = _train_tiny_spm(tiny_corpus())
     (out / "source.spm").write_bytes(spm_bytes)
     (out / "target.spm").write_bytes(spm_bytes)
     processor = spm.SentencePieceProcessor(model_proto=spm_bytes)

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from build import SplitOptions, split_pages
 from help_pairs import PagePair, pair_pages, paragraphs
 from similarity import best_match_similarities, shares, similarity, words
-
-from build import SplitOptions, split_pages
 
 PAGE = """<!DOCTYPE html><html><body><div id="DisplayArea">
 <h1 id="hd_id1" dir="auto">{title}</h1>

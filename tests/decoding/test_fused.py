@@ -104,7 +104,9 @@ def test_compiled_search_forces_target_prefixes_as_search_py_does(peaked_bundle,
     expected = python_beam_search(decoder, inputs, options, rewards, caps, prefixes)
     closed = compiled.compiled_search(decoder, inputs, options, rewards, caps, prefixes)
     assert [_finalize(sentence, options) for sentence in closed] == expected
-    assert all(list(best[0].token_ids[: len(p)]) == p for best, p in zip(expected, prefixes))
+    assert all(
+        list(best[0].token_ids[: len(p)]) == p for best, p in zip(expected, prefixes, strict=True)
+    )
 
 
 def test_fused_log_probs_stay_as_close_to_ct2_int8_as_ct2_float_is(

@@ -5,9 +5,8 @@ from __future__ import annotations
 import re
 
 from tm_guide.server import create_app
-from tm_guide.server.config import Limits
+from tm_guide.server.config import Limits, ServerConfig
 from tm_guide.server.document import served_document
-from tm_guide.server.config import ServerConfig
 
 IGNORED_METHODS = {"HEAD", "OPTIONS"}
 

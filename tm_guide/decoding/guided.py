@@ -239,13 +239,18 @@ class GuidedTranslator:
         sentences: Sequence[str],
         options: TranslateOptions,
         pieces: Sequence[Any] | None = None,
+        languages: tuple[str, str] | None = None,
     ) -> list[GuidedResult]:
         """Translate `sentences`; `pieces` (one TranslationPieces or None per sentence) skips
-        retrieval, e.g. when they were collected beforehand."""
+        retrieval, e.g. when they were collected beforehand. `languages` (source, target) picks
+        a multilingual model's language tokens (default: the model card's pair)."""
         if pieces is not None and len(pieces) != len(sentences):
             raise InvalidInput("pieces must hold one entry per sentence", field="pieces")
         clock = time.perf_counter
         engine = self.engine_name(options)
+        source_lang, target_lang = languages or (None, None)
+        prefix = self.bundle.target_prefix(target_lang)
+        prefix_ids = [self.token_to_id[t] for t in prefix]
         sources: list[list[str]] = []
         all_pieces: list[Any] = []
         rewards: list[PieceReward | None] = []
@@ -275,9 +280,9 @@ class GuidedTranslator:
         search = replace(search, max_length=self.bundle.decoding_length(search.max_length))
         for batch in _batches(guided_ids, sources, options.engine.batch_size):
             started = clock()
-            inputs = [self.bundle.source_input(sources[i]) for i in batch]
+            inputs = [self.bundle.source_input(sources[i], source_lang) for i in batch]
             batch_rewards = [rewards[i] for i in batch]
-            caps = _output_caps(search, options, inputs)
+            caps = _output_caps(search, options, inputs, len(prefix))
             if engine == "rerank":  # native n-best: one cap for the batch
                 found = rerank_search(
                     self.bundle.translator,
@@ -286,6 +291,7 @@ class GuidedTranslator:
                     batch_rewards,
                     self.token_to_id,
                     width=options.engine.rerank_width or None,
+                    prefixes=[prefix] * len(batch),
                 )
             else:
                 found = beam_search(
@@ -294,6 +300,7 @@ class GuidedTranslator:
                     search,
                     batch_rewards,
                     max_lengths=caps,
+                    prefixes=[prefix_ids] * len(batch),
                 )
             share = (clock() - started) / len(batch)
             for i, best in zip(batch, found, strict=True):
@@ -303,8 +310,10 @@ class GuidedTranslator:
         wanted_unguided = native_ids + (guided_ids if options.return_unguided else [])
         for batch in _batches(sorted(wanted_unguided), sources, options.engine.batch_size):
             started = clock()
-            inputs = [self.bundle.source_input(sources[i]) for i in batch]
-            native = self.native_search(inputs, _capped(search, options, inputs))
+            inputs = [self.bundle.source_input(sources[i], source_lang) for i in batch]
+            native = self.native_search(
+                inputs, _capped(search, options, inputs, len(prefix)), prefix
+            )
             share = (clock() - started) / len(batch)
             for i, top in zip(batch, native, strict=True):
                 unguided[i] = top
@@ -320,7 +329,7 @@ class GuidedTranslator:
                     GuidedResult("", [], 0.0, 0.0, 0.0, False, engine, timings=timings[i])
                 )
                 continue
-            tokens = [self.target_vocabulary[t] for t in hypothesis.token_ids]
+            tokens = [self.target_vocabulary[t] for t in hypothesis.token_ids[len(prefix) :]]
             found = all_pieces[i]
             timings[i]["total"] = sum(timings[i].values())
             results.append(
@@ -349,12 +358,18 @@ class GuidedTranslator:
         return results
 
     def native_search(
-        self, inputs: Sequence[Sequence[str]], search: SearchOptions
+        self,
+        inputs: Sequence[Sequence[str]],
+        search: SearchOptions,
+        prefix: Sequence[str] = (),
     ) -> list[Hypothesis]:
-        """CTranslate2's own beam search (the unguided baseline), as Hypothesis objects."""
+        """CTranslate2's own beam search (the unguided baseline), as Hypothesis objects; each
+        output starts with the forced `prefix` (kept in token_ids, as beam_search keeps it)."""
         if not inputs:
             return []
-        outputs = native_beam_search(self.bundle.translator, inputs, search)
+        outputs = native_beam_search(
+            self.bundle.translator, inputs, search, prefixes=[list(prefix)] * len(inputs)
+        )
         result = []
         for output in outputs:
             ids = tuple(self.token_to_id[t] for t in output.hypotheses[0])
@@ -366,9 +381,13 @@ class GuidedTranslator:
 
 
 def _output_caps(
-    search: SearchOptions, options: TranslateOptions, inputs: Sequence[Sequence[str]]
+    search: SearchOptions,
+    options: TranslateOptions,
+    inputs: Sequence[Sequence[str]],
+    prefix_length: int = 0,
 ) -> list[int]:
-    """Each sentence's output cap under options.max_length_ratio, from its own length."""
+    """Each sentence's output cap under options.max_length_ratio, from its own length; a forced
+    prefix counts in the cap (as in max_decoding_length) and is added to it."""
     if options.max_length_ratio <= 0:
         return [search.max_length] * len(inputs)
     return [
@@ -378,20 +397,24 @@ def _output_caps(
                 math.ceil(options.max_length_ratio * len(x)) + options.max_length_margin,
                 search.min_length,
                 1,
-            ),
+            )
+            + prefix_length,
         )
         for x in inputs
     ]
 
 
 def _capped(
-    search: SearchOptions, options: TranslateOptions, inputs: Sequence[Sequence[str]]
+    search: SearchOptions,
+    options: TranslateOptions,
+    inputs: Sequence[Sequence[str]],
+    prefix_length: int = 0,
 ) -> SearchOptions:
     """The batch's max_length: the largest cap of its sentences (CTranslate2's
     max_decoding_length is one value per batch)."""
     if not inputs:
         return search
-    return replace(search, max_length=max(_output_caps(search, options, inputs)))
+    return replace(search, max_length=max(_output_caps(search, options, inputs, prefix_length)))
 
 
 def matched_pieces(tokens: Sequence[str], pieces: Any) -> list[MatchedPiece]:

@@ -21,13 +21,16 @@ def rerank_search(
     rewards: Sequence[PieceReward | None],
     token_to_id: dict[str, int],
     width: int | None = None,
+    prefixes: Sequence[Sequence[str]] | None = None,
 ) -> list[list[Hypothesis]]:
     """Native beam search of `width` (default: the beam size) returning `width` hypotheses each,
     reranked by the guided score; for each sentence the options.num_hypotheses best."""
     width = width or options.beam_size
     if not sources:
         return []
-    outputs = native_beam_search(translator, sources, options, width=width, num_hypotheses=width)
+    outputs = native_beam_search(
+        translator, sources, options, width=width, num_hypotheses=width, prefixes=prefixes
+    )
     results = []
     for output, reward in zip(outputs, rewards, strict=True):
         hypotheses = []

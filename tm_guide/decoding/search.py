@@ -572,12 +572,15 @@ def native_beam_search(
     options: SearchOptions,
     width: int | None = None,
     num_hypotheses: int = 1,
+    prefixes: Sequence[Sequence[str]] | None = None,
 ) -> list[Any]:
     """CTranslate2's own `translate_batch` under these options (the unguided baseline, and the
-    n-best that reranking rescores): beam `width` (default the beam size), with scores."""
+    n-best that reranking rescores): beam `width` (default the beam size), with scores;
+    `prefixes`: each output's forced first tokens (kept in the output)."""
     return list(
         translator.translate_batch(
             [list(x) for x in inputs],
+            target_prefix=[list(p) for p in prefixes] if prefixes and any(prefixes) else None,
             beam_size=width or options.beam_size,
             num_hypotheses=num_hypotheses,
             patience=options.patience,

@@ -19,7 +19,7 @@ from pathlib import Path
 import ctranslate2
 import sentencepiece as spm
 
-from tm_guide.errors import ModelError
+from tm_guide.errors import InvalidInput, ModelError
 from tm_guide.model.card import (
     CARD_FILE,
     SOURCE_SPM,
@@ -28,6 +28,7 @@ from tm_guide.model.card import (
     sha256_file,
     verify_files,
 )
+from tm_guide.model.language_tokens import token_for
 from tm_guide.model.positions import NO_LIMITS, PositionLimits, read_position_limits
 
 DEFAULT_EOS = "</s>"
@@ -113,7 +114,15 @@ class Bundle:
                 f"{path / 'model.bin'}: CTranslate2 cannot load the model ({exc})"
             ) from exc
         positions = read_position_limits(path / "model.bin")
-        return cls(path, card, translator, source_sp, target_sp, vocabularies, eos_token, positions)
+        bundle = cls(
+            path, card, translator, source_sp, target_sp, vocabularies, eos_token, positions
+        )
+        try:  # a multilingual model must know the card's own pair
+            bundle.language_token(card.source_lang, "source_lang")
+            bundle.language_token(card.target_lang, "target_lang")
+        except InvalidInput as exc:
+            raise ModelError(f"{path / CARD_FILE}: {exc.message}") from None
+        return bundle
 
     def encode_source(self, text: str) -> list[str]:
         """Source subword pieces, WITHOUT `</s>` (see `source_input`)."""
@@ -123,9 +132,28 @@ class Bundle:
         return list(self.target_sp.encode(text, out_type=str))
 
     def decode_target(self, tokens: Sequence[str]) -> str:
-        """Detokenize target pieces; end-of-sentence or padding tokens, if any, are dropped."""
+        """Detokenize target pieces; end-of-sentence, padding and language tokens, if any, are
+        dropped."""
+        languages = self.card.language_tokens
         dropped = (self.eos_token, "<pad>")
-        return str(self.target_sp.decode_pieces([t for t in tokens if t not in dropped]))
+        return str(
+            self.target_sp.decode_pieces(
+                [t for t in tokens if t not in dropped and t not in languages]
+            )
+        )
+
+    def language_token(self, tag: str, field: str = "target_lang") -> str | None:
+        """A multilingual model's token for language `tag` (None for a model of one pair);
+        InvalidInput naming `field` when the model has no token for it."""
+        if not self.card.language_tokens:
+            return None
+        return token_for(self.card.language_tokens, tag, field)
+
+    def target_prefix(self, target_lang: str | None = None) -> list[str]:
+        """The tokens every output starts with, forced (translate_batch's target_prefix): a
+        multilingual model's target-language token, else none."""
+        token = self.language_token(target_lang or self.card.target_lang, "target_lang")
+        return [token] if token else []
 
     def target_offsets(self, tokens: Sequence[str]) -> list[int] | None:
         """Where each target token starts in `decode_target(tokens)`, plus the text's length:
@@ -142,20 +170,24 @@ class Bundle:
         offsets.append(len(text))
         return offsets
 
-    def source_input(self, pieces: Sequence[str]) -> list[str]:
+    def source_input(self, pieces: Sequence[str], source_lang: str | None = None) -> list[str]:
         """The tokens to pass to translator.translate_batch/score_batch for these source pieces.
 
-        Appends `</s>` when the model was trained with it (card.add_source_eos), and cuts a source
-        longer than the model's position table (CTranslate2 would fail the whole batch), so no
-        caller has to know how the model was converted.
+        Puts a multilingual model's source-language token first (`source_lang`, default the
+        card's), appends `</s>` when the model was trained with it (card.add_source_eos), and
+        cuts a source longer than the model's position table (CTranslate2 would fail the whole
+        batch), so no caller has to know how the model was converted.
         """
         tokens = list(pieces)
         if tokens and tokens[-1] == self.eos_token:
             tokens.pop()
+        language = self.language_token(source_lang or self.card.source_lang, "source_lang")
+        head = [language] if language else []
         add_eos = self.card.add_source_eos
         limit = self.positions.source
-        if limit is not None and len(tokens) + add_eos > limit:
-            tokens = tokens[: limit - add_eos]
+        if limit is not None and len(head) + len(tokens) + add_eos > limit:
+            tokens = tokens[: limit - add_eos - len(head)]
+        tokens = head + tokens
         if add_eos:
             tokens.append(self.eos_token)
         return tokens

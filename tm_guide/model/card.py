@@ -63,6 +63,9 @@ class ModelCard:
     # how pieces were weighed by their match's similarity (a PieceWeighting spec such as
     # "power:2"); None: eq. 8's similarity itself
     guided_weighting: str | None = None
+    # a multilingual model's language tokens, token -> language tag (tm_guide.model
+    # .language_tokens); {}: a model of one pair, whose inputs and outputs carry none
+    language_tokens: dict[str, str] = field(default_factory=dict)
     files: dict[str, str] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -106,6 +109,11 @@ class ModelCard:
         weighting = data.get("guided_weighting")
         if weighting is not None:
             _check_weighting(weighting, where)
+        language_tokens = data.get("language_tokens") or {}
+        if not isinstance(language_tokens, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in language_tokens.items()
+        ):
+            raise ModelError(f"{where}: field 'language_tokens' must map tokens to language tags")
         known = {f.name for f in fields(cls)} - {"extra"}
         return cls(
             name=data["name"],
@@ -126,6 +134,7 @@ class ModelCard:
             guided_reward_repeats=reward_repeats,
             guided_clipped=clipped,
             guided_weighting=weighting,
+            language_tokens=dict(language_tokens),
             files=dict(files),
             extra={k: v for k, v in data.items() if k not in known},
         )

@@ -28,6 +28,7 @@ from tm_guide.model.card import (
     is_language_tag,
     verify_files,
 )
+from tm_guide.model.language_tokens import find_language_tokens
 
 QUANTIZATIONS = ("int8", "int8_float32", "float16", "float32")
 # Architectures whose original tokenizer appends </s> to the source although CTranslate2's
@@ -87,20 +88,28 @@ class CheckpointSource(ABC):
         return self.format_name
 
 
+# the joint SentencePiece model's name in M2M100/NLLB/mBART/BART checkpoints (Marian has two)
+SHARED_SPM_NAME = "sentencepiece.bpe.model"
+
+
 class TransformersSource(CheckpointSource):
-    """A transformers directory (Marian/OPUS-MT): SentencePiece models sit next to the weights."""
+    """A transformers directory (Marian/OPUS-MT, M2M100/NLLB, mBART, BART): SentencePiece models
+    sit next to the weights."""
 
     format_name = "transformers"
     source_eos = True
 
     def build_converter(self) -> ctranslate2.converters.Converter:
-        return ctranslate2.converters.TransformersConverter(str(self.options.checkpoint))
+        return _TransformersConverter(str(self.options.checkpoint))
 
     def find_spm_models(self) -> tuple[Path, Path]:
         if self.options.source_spm or self.options.target_spm:
             return super().find_spm_models()
         source = self.options.checkpoint / "source.spm"
         target = self.options.checkpoint / "target.spm"
+        shared = self.options.checkpoint / SHARED_SPM_NAME  # M2M100, NLLB, mBART, BART
+        if not source.is_file() and not target.is_file() and shared.is_file():
+            return shared, shared
         for path in (source, target):
             if not path.is_file():
                 raise InvalidInput(
@@ -118,6 +127,37 @@ class TransformersSource(CheckpointSource):
             raise ModelError(f"{config_path}: unreadable transformers config ({exc})") from exc
         architectures = config.get("architectures") or [config.get("model_type", "transformers")]
         return str(architectures[0])
+
+
+class _TransformersConverter(ctranslate2.converters.TransformersConverter):
+    """CTranslate2's converter, given the language tokens of an M2M100 tokenizer.
+
+    CTranslate2 appends them from `special_tokens_map["additional_special_tokens"]`, which
+    transformers 5 no longer fills (it keeps them in `lang_token_to_id`): the vocabulary came out
+    without them and one size short per language."""
+
+    def load_tokenizer(self, tokenizer_class: Any, model_name_or_path: str, **kwargs: Any) -> Any:
+        tokenizer = super().load_tokenizer(tokenizer_class, model_name_or_path, **kwargs)
+        by_id = getattr(tokenizer, "lang_token_to_id", None)
+        listed = tokenizer.special_tokens_map.get("additional_special_tokens") or []
+        if not by_id or listed:
+            return tokenizer
+        return _WithLanguageTokens(tokenizer, sorted(by_id, key=by_id.__getitem__))
+
+
+class _WithLanguageTokens:
+    """A tokenizer whose special_tokens_map lists its language tokens; the rest is the
+    tokenizer's own."""
+
+    def __init__(self, tokenizer: Any, language_tokens: list[str]) -> None:
+        self._tokenizer = tokenizer
+        self.special_tokens_map = {
+            **tokenizer.special_tokens_map,
+            "additional_special_tokens": language_tokens,
+        }
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._tokenizer, name)
 
 
 class OpenNMTPySource(CheckpointSource):
@@ -241,6 +281,10 @@ def write_bundle(
         config_path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
 
     vocabularies = read_vocabularies(ct2_dir)
+    if "language_tokens" not in fields:
+        fields["language_tokens"] = find_language_tokens(
+            str(fields.get("architecture", "")), vocabularies.target
+        )
     check_pieces_in_vocabulary(
         load_spm(ct2_dir / SOURCE_SPM), vocabularies.source, SOURCE_SPM, vocabularies.source_file
     )

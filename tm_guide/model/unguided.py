@@ -71,11 +71,13 @@ def _translate_window(bundle: Bundle, lines: list[str], options: UnguidedOptions
     results: list[str] = [""] * len(lines)
     inputs = [bundle.source_input(pieces) if pieces else [] for pieces in encoded]
     todo = sorted((i for i, tokens in enumerate(inputs) if tokens), key=lambda i: len(inputs[i]))
+    prefix = bundle.target_prefix()
     for batch in _batches(todo, inputs, options):
         outputs = bundle.translator.translate_batch(
             [inputs[i] for i in batch],
+            target_prefix=[prefix] * len(batch) if prefix else None,
             beam_size=options.beam_size,
-            max_decoding_length=bundle.decoding_length(options.max_length),
+            max_decoding_length=bundle.decoding_length(options.max_length + len(prefix)),
             length_penalty=options.length_penalty,
         )
         for i, output in zip(batch, outputs, strict=True):
