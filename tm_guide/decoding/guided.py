@@ -87,6 +87,8 @@ class TranslateOptions:
         The guided search caps each sentence by its own source; native search (rerank's n-best
         too) by the longest source of its batch, as CTranslate2's max_decoding_length is one per
         batch. return_unguided: also decode each guided sentence without pieces.
+    languages: the (source, target) pair to translate, for a multilingual model's language tokens
+        (None: the model card's pair; a model of one pair ignores it).
     """
 
     search: SearchOptions = field(default_factory=SearchOptions)
@@ -96,6 +98,7 @@ class TranslateOptions:
     max_length_ratio: float = 0.0
     max_length_margin: int = 10
     return_unguided: bool = False
+    languages: tuple[str, str] | None = None
 
     def __post_init__(self) -> None:
         for name in ("beam_size", "max_length"):
@@ -239,16 +242,14 @@ class GuidedTranslator:
         sentences: Sequence[str],
         options: TranslateOptions,
         pieces: Sequence[Any] | None = None,
-        languages: tuple[str, str] | None = None,
     ) -> list[GuidedResult]:
         """Translate `sentences`; `pieces` (one TranslationPieces or None per sentence) skips
-        retrieval, e.g. when they were collected beforehand. `languages` (source, target) picks
-        a multilingual model's language tokens (default: the model card's pair)."""
+        retrieval, e.g. when they were collected beforehand."""
         if pieces is not None and len(pieces) != len(sentences):
             raise InvalidInput("pieces must hold one entry per sentence", field="pieces")
         clock = time.perf_counter
         engine = self.engine_name(options)
-        source_lang, target_lang = languages or (None, None)
+        source_lang, target_lang = options.languages or (None, None)
         prefix = self.bundle.target_prefix(target_lang)
         prefix_ids = [self.token_to_id[t] for t in prefix]
         sources: list[list[str]] = []

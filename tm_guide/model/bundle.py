@@ -19,6 +19,7 @@ from pathlib import Path
 import ctranslate2
 import sentencepiece as spm
 
+from tm_guide import languages
 from tm_guide.errors import InvalidInput, ModelError
 from tm_guide.model.card import (
     CARD_FILE,
@@ -148,6 +149,20 @@ class Bundle:
         if not self.card.language_tokens:
             return None
         return token_for(self.card.language_tokens, tag, field)
+
+    def serves(self, source_lang: str, target_lang: str) -> bool:
+        """Whether the model translates this pair: the card's pair (by language and script), or
+        for a multilingual model any pair it has both language tokens for."""
+        if not self.card.language_tokens:
+            return languages.pair_matches(
+                (source_lang, target_lang), (self.card.source_lang, self.card.target_lang)
+            )
+        try:
+            self.language_token(source_lang, "source_lang")
+            self.language_token(target_lang, "target_lang")
+        except InvalidInput:
+            return False
+        return True
 
     def target_prefix(self, target_lang: str | None = None) -> list[str]:
         """The tokens every output starts with, forced (translate_batch's target_prefix): a

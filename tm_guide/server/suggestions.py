@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tm_guide import languages
@@ -73,6 +73,9 @@ def suggest(
         mt_options = translate_options(
             options.mt, options.m, list(penalties), services.config.compute, translator.bundle.card
         )
+        if translator.bundle.card.language_tokens:  # a multilingual model: the memories' pair
+            pair = (memories[0].source_lang, memories[0].target_lang)
+            mt_options = replace(mt_options, languages=pair)
         # Pieces are collected here, in the request's thread, so that a segment added just before
         # is seen; only the decoding is shared with concurrent requests (see batching.py).
         pieces = collect_pieces(translator, sources, mt_options)
@@ -203,14 +206,17 @@ def _check_model_pair(translator: Any, memories: Sequence[Any]) -> dict[str, Any
     from tm_guide.server.translation import model_info
 
     info = model_info(translator)
+    tokens = translator.bundle.card.language_tokens
     for memory in memories:
-        if not languages.pair_matches(
-            (memory.source_lang, memory.target_lang), (info["source_lang"], info["target_lang"])
-        ):
+        if not translator.bundle.serves(memory.source_lang, memory.target_lang):
+            model = (
+                f"has language tokens for {len(tokens)} languages, not for both of these"
+                if tokens
+                else f"translates {info['source_lang']}->{info['target_lang']}"
+            )
             raise Unprocessable(
                 f"memory '{memory.name}' is {memory.source_lang}->{memory.target_lang} "
-                "but the model "
-                f"translates {info['source_lang']}->{info['target_lang']}; ask without translation "
+                f"but the model {model}; ask without translation "
                 '("translate": false) for matches only',
                 field="memories",
             )
