@@ -306,9 +306,11 @@ inline const int16_t* widened(const uint8_t* a, size_t n) {
 // integer products as the portable loops (vpmaddubsw would saturate at 16 bits). A group's 64
 // weight bytes are 4 quarters of 4 rows x 4 inputs; a quarter's products land as pairs per row,
 // which the epilogue adds.
-template <int MB>
-__attribute__((target("avx2"))) static void avx2_tile(const int16_t* a, int kp, const int8_t* w,
-                                                      int n0, int n_cols, const Epilogue& e, int m0,
+// W is the block's int8 weights, or (Widened) the same weights already widened to 16 bits, once
+// per block, so that each pair of rows does not widen them again.
+template <int MB, bool Widened, typename W>
+__attribute__((target("avx2"))) static void avx2_tile(const int16_t* a, int kp, const W* w, int n0,
+                                                      int n_cols, const Epilogue& e, int m0,
                                                       float* y) {
   const int groups = kp / 4;
   __m256i acc[MB][4];
@@ -316,9 +318,13 @@ __attribute__((target("avx2"))) static void avx2_tile(const int16_t* a, int kp, 
     for (int q = 0; q < 4; ++q) acc[i][q] = _mm256_setzero_si256();
   for (int g = 0; g < groups; ++g) {
     __m256i wv[4];
-    for (int q = 0; q < 4; ++q)
-      wv[q] = _mm256_cvtepi8_epi16(_mm_loadu_si128(
-          reinterpret_cast<const __m128i*>(w + static_cast<size_t>(g) * 64 + q * 16)));
+    for (int q = 0; q < 4; ++q) {
+      const W* quarter = w + static_cast<size_t>(g) * 64 + q * 16;
+      if constexpr (Widened)
+        wv[q] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(quarter));
+      else
+        wv[q] = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(quarter)));
+    }
     for (int i = 0; i < MB; ++i) {
       long long four;
       std::memcpy(&four, a + static_cast<size_t>(i) * kp + g * 4, 8);
@@ -365,16 +371,33 @@ __attribute__((target("avx2"))) static void gemm_avx2(const int16_t* a, int m_ro
                                                       const Epilogue& e, float* y, int block_begin,
                                                       int block_end) {
   const size_t block_stride = static_cast<size_t>(kp / 4) * 64;
-  // a block's weights stay in L1 while all rows pass
+  // With 4 pairs of rows or more, a block's weights are widened to 16 bits once (kp * 32
+  // bytes: in L1 for d_model 512) instead of once per pair; the products are the same.
+  thread_local std::vector<int16_t> wide_block;
+  const bool widen = m_rows >= 8;
+  if (widen) wide_block.resize(block_stride);
   for (int block = block_begin; block < block_end; ++block) {
     const int8_t* w = packed + block * block_stride;
     int m = 0;
+    if (widen) {
+      for (size_t i = 0; i < block_stride; i += 16)
+        _mm256_storeu_si256(
+            reinterpret_cast<__m256i*>(wide_block.data() + i),
+            _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + i))));
+      for (; m + 2 <= m_rows; m += 2)
+        avx2_tile<2, true>(a + static_cast<size_t>(m) * kp, kp, wide_block.data(), block * 16,
+                           n_cols, e, m, y + static_cast<size_t>(m) * n_cols);
+      if (m < m_rows)
+        avx2_tile<1, true>(a + static_cast<size_t>(m) * kp, kp, wide_block.data(), block * 16,
+                           n_cols, e, m, y + static_cast<size_t>(m) * n_cols);
+      continue;
+    }
     for (; m + 2 <= m_rows; m += 2)
-      avx2_tile<2>(a + static_cast<size_t>(m) * kp, kp, w, block * 16, n_cols, e, m,
-                   y + static_cast<size_t>(m) * n_cols);
+      avx2_tile<2, false>(a + static_cast<size_t>(m) * kp, kp, w, block * 16, n_cols, e, m,
+                          y + static_cast<size_t>(m) * n_cols);
     if (m < m_rows)
-      avx2_tile<1>(a + static_cast<size_t>(m) * kp, kp, w, block * 16, n_cols, e, m,
-                   y + static_cast<size_t>(m) * n_cols);
+      avx2_tile<1, false>(a + static_cast<size_t>(m) * kp, kp, w, block * 16, n_cols, e, m,
+                          y + static_cast<size_t>(m) * n_cols);
   }
 }
 

@@ -160,12 +160,16 @@ inline std::vector<std::vector<Closed>> run_search(
       return 0.0;
     };
 
+    // each sentence's candidates on its own (on the decoder's threads when the batch is large
+    // enough to pay for them): the same candidates on any thread count
     std::vector<std::vector<Candidate>> tops(live.size());
-    for (size_t g = 0; g < live.size(); ++g) {
-      const size_t first = g * rows_per;
+    const int groups = static_cast<int>(live.size());
+    const int64_t scanned = static_cast<int64_t>(groups) * rows_per * vocab;
+    for_each_row(groups, scanned >= (1 << 18) ? cfg.threads : 1, [&](int g) {
+      const size_t first = static_cast<size_t>(g) * rows_per;
       top_k(log_probs + first * vocab, cum_score.data() + first, rows_per, vocab, num_candidates,
             tops[g]);
-    }
+    });
     for (const auto& [flat, value] : saved) log_probs[flat] = value;  // the model's own again
 
     std::vector<int> next_rows, next_ids, still_live;
