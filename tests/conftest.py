@@ -2,34 +2,13 @@
 
 from __future__ import annotations
 
-import io
 import json
 import warnings
 from pathlib import Path
 
 import pytest
-from tiny_corpus import tiny_corpus
-
-
-def _train_tiny_spm(lines: list[str]) -> bytes:
-    import sentencepiece as spm
-
-    model = io.BytesIO()
-    spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(lines),
-        model_writer=model,
-        vocab_size=256,
-        hard_vocab_limit=False,
-        model_type="unigram",
-        unk_id=0,
-        eos_id=1,
-        bos_id=-1,
-        pad_id=-1,
-        character_coverage=1.0,
-        num_threads=1,
-        minloglevel=2,
-    )
-    return model.getvalue()
+from model_families import TINY_SIZES
+from tiny_corpus import tiny_corpus, train_spm
 
 
 @pytest.fixture(scope="session")
@@ -44,7 +23,7 @@ def tiny_marian_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     import sentencepiece as spm
 
     out = tmp_path_factory.mktemp("tiny-marian")
-    spm_bytes = _train_tiny_spm(tiny_corpus())
+    spm_bytes = train_spm(tiny_corpus())
     (out / "source.spm").write_bytes(spm_bytes)
     (out / "target.spm").write_bytes(spm_bytes)
     processor = spm.SentencePieceProcessor(model_proto=spm_bytes)
@@ -63,14 +42,7 @@ def tiny_marian_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tokenizer.save_pretrained(out)
     config = transformers.MarianConfig(
         vocab_size=len(vocab),
-        d_model=64,
-        encoder_layers=2,
-        decoder_layers=2,
-        encoder_attention_heads=4,
-        decoder_attention_heads=4,
-        encoder_ffn_dim=128,
-        decoder_ffn_dim=128,
-        max_position_embeddings=256,
+        **{**TINY_SIZES, "max_position_embeddings": 256},
         pad_token_id=vocab["<pad>"],
         eos_token_id=vocab["</s>"],
         decoder_start_token_id=vocab["<pad>"],

@@ -8,52 +8,32 @@ bart: post-norm, learned positions, layernorm_embedding, GELU.
 
 from __future__ import annotations
 
-import io
 import json
 import warnings
 from pathlib import Path
 
-from tiny_corpus import tiny_corpus
+from tiny_corpus import tiny_corpus, train_spm
 
 FAMILIES = ("m2m100", "mbart50", "bart")
 # how far each fixture favours </s>, so that its hypotheses end at varied lengths (1 to 16)
 EOS_BIAS = {"m2m100": 0.12, "mbart50": 2.0, "bart": 6.0}
 
 
-def _fairseq_spm() -> bytes:
-    """A joint SentencePiece model as fairseq families ship it (<unk> 0, <s> 1, </s> 2)."""
-    import sentencepiece as spm
-
-    model = io.BytesIO()
-    spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(tiny_corpus()),
-        model_writer=model,
-        vocab_size=256,
-        hard_vocab_limit=False,
-        model_type="unigram",
-        unk_id=0,
-        bos_id=1,
-        eos_id=2,
-        pad_id=-1,
-        character_coverage=1.0,
-        num_threads=1,
-        minloglevel=2,
-    )
-    return model.getvalue()
+# every tiny fixture's shape: 2+2 layers, d_model 64, 4 heads
+TINY_SIZES = dict(
+    d_model=64,
+    encoder_layers=2,
+    decoder_layers=2,
+    encoder_attention_heads=4,
+    decoder_attention_heads=4,
+    encoder_ffn_dim=128,
+    decoder_ffn_dim=128,
+    max_position_embeddings=128,
+)
 
 
 def _sizes(**ids: int) -> dict:
-    return dict(
-        d_model=64,
-        encoder_layers=2,
-        decoder_layers=2,
-        encoder_attention_heads=4,
-        decoder_attention_heads=4,
-        encoder_ffn_dim=128,
-        decoder_ffn_dim=128,
-        max_position_embeddings=128,
-        **ids,
-    )
+    return {**TINY_SIZES, **ids}
 
 
 def build_checkpoint(family: str, out: Path) -> Path:
@@ -64,7 +44,7 @@ def build_checkpoint(family: str, out: Path) -> Path:
 
     out.mkdir(parents=True)
     model_file = out / "sentencepiece.bpe.model"
-    model_file.write_bytes(_fairseq_spm())
+    model_file.write_bytes(train_spm(tiny_corpus(), unk_id=0, bos_id=1, eos_id=2))  # fairseq ids
     ids = dict(pad_token_id=1, bos_token_id=0, eos_token_id=2, decoder_start_token_id=2)
     if family == "m2m100":
         processor = spm.SentencePieceProcessor(model_file=str(model_file))

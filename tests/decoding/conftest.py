@@ -10,6 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from model_families import convert
+from tiny_corpus import train_spm
 
 
 def _peaked_checkpoint(source: Path, out: Path) -> Path:
@@ -32,23 +34,6 @@ def _peaked_checkpoint(source: Path, out: Path) -> Path:
     return out
 
 
-def _convert(checkpoint: Path, out: Path, quantization: str) -> Path:
-    from tm_guide.model.convert import ConvertOptions, convert_checkpoint
-
-    return convert_checkpoint(
-        ConvertOptions(
-            source_format="transformers",
-            checkpoint=checkpoint,
-            output_dir=out,
-            source_lang="en",
-            target_lang="de",
-            quantization=quantization,
-            name=out.name,
-            training_data="random weights (test fixture)",
-        )
-    )
-
-
 @pytest.fixture(scope="session")
 def peaked_checkpoint(
     tiny_marian_checkpoint: Path, tmp_path_factory: pytest.TempPathFactory
@@ -60,7 +45,7 @@ def peaked_checkpoint(
 def peaked_bundle(peaked_checkpoint: Path, tmp_path_factory: pytest.TempPathFactory):
     from tm_guide.model import Bundle
 
-    path = _convert(peaked_checkpoint, tmp_path_factory.mktemp("peaked-f32") / "peaked", "float32")
+    path = convert(peaked_checkpoint, tmp_path_factory.mktemp("peaked-f32") / "peaked", "float32")
     return Bundle.load(path, device="cpu", intra_threads=1)
 
 
@@ -68,7 +53,7 @@ def peaked_bundle(peaked_checkpoint: Path, tmp_path_factory: pytest.TempPathFact
 def peaked_int8_bundle(peaked_checkpoint: Path, tmp_path_factory: pytest.TempPathFactory):
     from tm_guide.model import Bundle
 
-    path = _convert(peaked_checkpoint, tmp_path_factory.mktemp("peaked-i8") / "peaked", "int8")
+    path = convert(peaked_checkpoint, tmp_path_factory.mktemp("peaked-i8") / "peaked", "int8")
     return Bundle.load(path, device="cpu", intra_threads=1)
 
 
@@ -93,7 +78,6 @@ def tiny_t5_bundle(tmp_path_factory: pytest.TempPathFactory):
     64, random weights, converted to int8 by `convert` as a user's T5 checkpoint would be."""
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
-    import io
 
     import sentencepiece as spm
 
@@ -101,24 +85,10 @@ def tiny_t5_bundle(tmp_path_factory: pytest.TempPathFactory):
     from tm_guide.model.convert import ConvertOptions, convert_checkpoint
 
     out = tmp_path_factory.mktemp("tiny-t5")
-    model = io.BytesIO()
-    spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(SENTENCES * 4),
-        model_writer=model,
-        vocab_size=256,
-        hard_vocab_limit=False,
-        model_type="unigram",
-        pad_id=0,
-        eos_id=1,
-        unk_id=2,
-        bos_id=-1,
-        character_coverage=1.0,
-        num_threads=1,
-        minloglevel=2,
-    )
+    spm_bytes = train_spm(SENTENCES * 4, pad_id=0, eos_id=1, unk_id=2)
     for name in ("spiece.model", "source.spm", "target.spm"):
-        (out / name).write_bytes(model.getvalue())
-    pieces = spm.SentencePieceProcessor(model_proto=model.getvalue())
+        (out / name).write_bytes(spm_bytes)
+    pieces = spm.SentencePieceProcessor(model_proto=spm_bytes)
     vocab = [(pieces.id_to_piece(i), pieces.get_score(i)) for i in range(pieces.get_piece_size())]
     tokenizer = transformers.T5Tokenizer(vocab=vocab, extra_ids=0)
     tokenizer.save_pretrained(out)

@@ -54,3 +54,17 @@ def int8_gaps(
         gaps.append(float(np.mean(np.abs(mine - np.array(scored.log_probs)))))
         own_gaps.append(float(np.mean(np.abs(np.array(floats.log_probs) - scored.log_probs))))
     return float(np.mean(gaps)), float(np.mean(own_gaps))
+
+
+def teacher_forced(decoder, source, target_ids):  # type: ignore[no-untyped-def]
+    """Log-probabilities of target_ids (then </s>): the engine's own `score` where it has one,
+    else its steps one token at a time."""
+    if hasattr(decoder, "score"):
+        return np.asarray(decoder.score(source, target_ids))
+    state = decoder.start([source])
+    previous, parents, scores = decoder.start_id, None, []
+    for token in [*target_ids, decoder.end_id]:
+        log_probs = decoder.step(state, parents, np.array([0]), np.array([previous]), False)
+        scores.append(float(log_probs[0, token]))
+        previous, parents = token, np.array([0])
+    return np.array(scores)

@@ -14,20 +14,9 @@ from tm_guide.decoding.torch_engine import TorchStepDecoder  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
-from .helpers import TARGETS, int8_gaps, model_inputs, rewards_for  # noqa: E402
+from .helpers import TARGETS, int8_gaps, model_inputs, rewards_for, teacher_forced  # noqa: E402
 
 MAX_LENGTH = 16
-
-
-def _teacher_forced(decoder, source, target_ids):
-    """Log-probabilities of target_ids (then </s>) by stepping the engine one token at a time."""
-    state = decoder.start([source])
-    previous, parents, scores = decoder.start_id, None, []
-    for token in [*target_ids, decoder.end_id]:
-        log_probs = decoder.step(state, parents, np.array([0]), np.array([previous]), False)
-        scores.append(float(log_probs[0, token]))
-        previous, parents = token, np.array([0])
-    return np.array(scores)
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +33,7 @@ def test_torch_log_probs_equal_score_batch(request, bundle_name, sentences):
     targets = [bundle.encode_target(t) for t in TARGETS]
     expected = bundle.translator.score_batch(inputs, targets)
     for source, target, scored in zip(inputs, targets, expected, strict=True):
-        mine = _teacher_forced(decoder, source, [index[t] for t in target])
+        mine = teacher_forced(decoder, source, [index[t] for t in target])
         np.testing.assert_allclose(mine, scored.log_probs, atol=2e-4)
 
 
@@ -108,7 +97,7 @@ def test_torch_engine_on_int8_bundle_stays_close_to_ct2_int8(
         peaked_int8_bundle,
         peaked_bundle,
         sentences,
-        lambda source, target: _teacher_forced(decoder, source, target),
+        lambda source, target: teacher_forced(decoder, source, target),
     )
     print(
         f"quantize={quantize} mean |log-prob gap| {gap:.4f}, CTranslate2 float32 vs int8 {own:.4f}"
@@ -133,7 +122,7 @@ def test_scripted_engine_equals_the_plain_functions(peaked_int8_bundle, sentence
     source = model_inputs(bundle, sentences[:1])[0]
     target = [index[t] for t in bundle.encode_target(TARGETS[1])]
     np.testing.assert_array_equal(
-        _teacher_forced(scripted, source, target), _teacher_forced(eager, source, target)
+        teacher_forced(scripted, source, target), teacher_forced(eager, source, target)
     )
 
 

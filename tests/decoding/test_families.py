@@ -10,24 +10,20 @@ family's real configuration flags, converted by `tm-guide model convert`'s code:
 For each: at lambda 0 every engine returns what native CTranslate2 returns (language token
 included), guided search moves the output to the pieces, and the engines' log-probabilities are
 CTranslate2's (float32 exactly; int8 within CTranslate2's own int8 noise). A T5 model's relative
-attention is refused at load, naming the feature, and "auto" falls back to CTranslate2 for it.
+attention is refused by name: test_engine_choice.py.
 """
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from tm_guide.decoding import compiled
 from tm_guide.decoding.ct2_engine import CT2StepDecoder
-from tm_guide.decoding.engines import choose_engine
 from tm_guide.decoding.search import SearchOptions, beam_search
-from tm_guide.errors import ModelError
 from tm_guide.model import Bundle
 
-from .helpers import rewards_for
+from .helpers import rewards_for, teacher_forced
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -157,73 +153,11 @@ def test_engine_log_probs_are_ctranslate2s_score_batch(family):
     noise = []
     for source, target, floats, ints in zip(inputs, targets, exact, quantized, strict=True):
         ids = [index[t] for t in target]
-        mine = _teacher_forced(float_torch, source, ids)
+        mine = teacher_forced(float_torch, source, ids)
         assert np.abs(mine - np.array(floats.log_probs)).max() < 1e-3, name
         noise.append(np.abs(np.array(floats.log_probs) - np.array(ints.log_probs)).mean())
         for engine, decoder in int8_engines.items():
-            got = _teacher_forced(decoder, source, ids)
+            got = teacher_forced(decoder, source, ids)
             gaps[engine].append(np.abs(got - np.array(ints.log_probs)).mean())
     for engine, found in gaps.items():
         assert np.mean(found) <= np.mean(noise) + 0.05, (name, engine, found, noise)
-
-
-def _teacher_forced(decoder, source, target_ids):
-    if hasattr(decoder, "score"):
-        return np.asarray(decoder.score(source, target_ids))
-    state = decoder.start([source])
-    previous, parents, scores = decoder.start_id, None, []
-    for token in [*target_ids, decoder.end_id]:
-        log_probs = decoder.step(state, parents, np.array([0]), np.array([previous]), False)
-        scores.append(float(log_probs[0, token]))
-        previous, parents = token, np.array([0])
-    return np.array(scores)
-
-
-@pytest.fixture(scope="module")
-def t5_model(tmp_path_factory) -> Path:
-    """A tiny T5 (relative attention buckets), converted by CTranslate2 itself."""
-    import ctranslate2
-
-    root = tmp_path_factory.mktemp("t5")
-    config = transformers.T5Config(
-        vocab_size=64, d_model=32, d_kv=8, d_ff=64, num_layers=1, num_heads=4,
-        decoder_start_token_id=0,
-    )  # fmt: skip
-    torch.manual_seed(0)
-    transformers.T5ForConditionalGeneration(config).save_pretrained(root / "hf")
-    tokens = ["<pad>", "</s>", "<unk>"] + [f"t{i}" for i in range(61)]
-    converter = ctranslate2.converters.TransformersConverter(str(root / "hf"))
-    converter.load_tokenizer = lambda *a, **k: _VocabOnly(tokens)  # type: ignore[method-assign]
-    return Path(converter.convert(str(root / "ct2"), force=True))
-
-
-class _VocabOnly:
-    """What CTranslate2's T5 loader reads of a tokenizer, for a model saved without one."""
-
-    pad_token, eos_token, unk_token = "<pad>", "</s>", "<unk>"
-
-    def __init__(self, tokens):
-        self.tokens = tokens
-
-    def get_vocab(self):
-        return {t: i for i, t in enumerate(self.tokens)}
-
-    def convert_ids_to_tokens(self, i):
-        return self.tokens[i]
-
-
-def test_relative_attention_is_refused_at_load_naming_the_feature(t5_model):
-    for load in (TorchStepDecoder, _fused_decoder):
-        with pytest.raises(ModelError, match="relative_attention_bias"):
-            load(t5_model)
-    choice = choose_engine(t5_model, "float32")
-    assert choice.engine == "ct2"
-    assert "relative_attention_bias" in dict(choice.passed_over)["torch"]
-
-
-def _fused_decoder(path):
-    if not compiled.available():
-        raise ModelError("relative_attention_bias (the fused engine was not built)")
-    from tm_guide.decoding.fused_engine import FusedDecoder
-
-    return FusedDecoder(path)
