@@ -80,3 +80,20 @@ def test_a_pair_the_model_has_no_token_for_is_unprocessable(server) -> None:
         {"source": "Open the file.", "memories": ["to-klingon"], "options": {"translate": False}},
     )
     assert matches_only.status == 200
+
+
+def test_the_mt_protocols_translate_into_any_language_the_model_has(server, m2m100_bundle) -> None:
+    """DeepL (and the other protocols, which share the code) into French from a model converted
+    for en->de; a language it has no token for is DeepL's 400."""
+    bundle = Bundle.load(m2m100_bundle)
+    headers = {"Authorization": f"DeepL-Auth-Key {server.client.token}"}
+    text = "Print the sheet and close it."
+    reply = server.client.post(
+        "/deepl/v2/translate", {"text": [text], "target_lang": "FR"}, headers=headers
+    )
+    assert reply.status == 200, reply.body
+    assert reply.json["translations"][0]["text"] == _native(bundle, text, "fr")
+    refused = server.client.post(
+        "/deepl/v2/translate", {"text": [text], "target_lang": "TLH"}, headers=headers
+    )
+    assert refused.status == 400, refused.body

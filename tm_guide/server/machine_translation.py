@@ -106,16 +106,21 @@ def memories_for(
 
 
 def check_pair(services: Services, source_lang: str | None, target_lang: str) -> tuple[str, str]:
-    """The request's pair, normalised, after checking that the model translates it."""
+    """The request's pair, normalised, after checking that the model translates it (its card's
+    pair; a multilingual model, any pair it has language tokens for)."""
+    bundle = services.translator().bundle
     model_source, model_target = model_pair(services)
     source = model_source if source_lang in (None, "", "auto") else str(source_lang)
+    asked = ((source, model_source, "source"), (target_lang, model_target, "target"))
     pair = []
-    for tag, model_tag, field in (
-        (source, model_source, "source"),
-        (target_lang, model_target, "target"),
-    ):
+    for tag, model_tag, field in asked:
         normalized = languages.normalize(tag, field=field)
-        if not languages.matches(model_tag, normalized):
+        if bundle.card.language_tokens:
+            try:
+                bundle.language_token(normalized, field)
+            except InvalidInput as exc:
+                raise UnsupportedLanguage(exc.message, field=field) from None
+        elif not languages.matches(model_tag, normalized):
             raise UnsupportedLanguage(
                 f"this server translates {model_source} -> {model_target}; "
                 f"{field} language {tag!r} is not supported",
@@ -148,6 +153,7 @@ def translate_texts(
             max_matches=request.alternatives,
             translate=True,
             mt=MTOptions(lam=options.lam, engine=options.engine, unguided=request.alternatives > 0),
+            languages=pair,
         )
         queries = [SegmentQuery(request.texts[i]) for i in wanted]
         answer = suggest(services, queries, suggest_options)

@@ -49,6 +49,8 @@ class SuggestOptions:
     # CAT tools; the guided translation stays beside it (mt_text)
     exact_match_target: bool = True
     mt: MTOptions = field(default_factory=MTOptions)
+    # the pair to translate (a multilingual model's language tokens); None: the memories' pair
+    languages: tuple[str, str] | None = None
 
 
 def suggest(
@@ -73,8 +75,10 @@ def suggest(
         mt_options = translate_options(
             options.mt, options.m, list(penalties), services.config.compute, translator.bundle.card
         )
-        if translator.bundle.card.language_tokens:  # a multilingual model: the memories' pair
-            pair = (memories[0].source_lang, memories[0].target_lang)
+        if translator.bundle.card.language_tokens:  # a multilingual model: which pair to write
+            pair = options.languages or (
+                (memories[0].source_lang, memories[0].target_lang) if memories else None
+            )
             mt_options = replace(mt_options, languages=pair)
         # Pieces are collected here, in the request's thread, so that a segment added just before
         # is seen; only the decoding is shared with concurrent requests (see batching.py).
