@@ -62,3 +62,35 @@ def test_shape_mismatch_is_a_clear_error() -> None:
     model = build_model(options(ModelShape(layers=2)), vocabulary_size + 1, vocabulary_size)
     with pytest.raises(ModelError, match="does not have 2 layers"):
         load_bundle_weights(model, BUNDLED_MODEL, layers=2)
+
+
+def test_byte_fallback_extends_the_bundles_vocabulary_and_keeps_its_model(tmp_path) -> None:
+    """The bundle's pieces keep their ids, 256 byte pieces follow, "→" (no piece of its own)
+    becomes its bytes and comes back; the warm-started model scores the old pieces as the bundle
+    does, and the new rows are ordinary embeddings, not the zero <pad> row."""
+    import shutil
+
+    from tm_guide.train.vocab import BYTE_PIECES, add_byte_fallback, vocabulary
+
+    model_file = tmp_path / "spm.model"
+    shutil.copyfile(BUNDLED_MODEL / "source.spm", model_file)
+    old = spm.SentencePieceProcessor(model_file=str(model_file))
+    assert add_byte_fallback(model_file) and not add_byte_fallback(model_file)
+    new = spm.SentencePieceProcessor(model_file=str(model_file))
+    pieces = vocabulary(new)
+    assert pieces[: old.get_piece_size()] == vocabulary(old)[:-1]
+    assert pieces[old.get_piece_size() : -1] == BYTE_PIECES and pieces[-1] == "<pad>"
+    assert old.unk_id() in old.encode("Filters → Blur")
+    encoded = new.encode("Filters → Blur", out_type=str)
+    assert ["<0xE2>", "<0x86>", "<0x92>"] == [p for p in encoded if p.startswith("<0x")]
+    assert new.decode(new.encode("Filters → Blur")) == "Filters → Blur"
+
+    pad = len(pieces) - 1
+    model = build_model(options(ModelShape()), len(pieces), pad)
+    load_bundle_weights(model, BUNDLED_MODEL, layers=3)
+    table = model.model.shared.weight.detach()
+    plain = build_model(options(ModelShape()), old.get_piece_size() + 1, old.get_piece_size())
+    load_bundle_weights(plain, BUNDLED_MODEL, layers=3)
+    assert torch.equal(table[: old.get_piece_size()], plain.model.shared.weight[:-1].detach())
+    assert table[old.get_piece_size() : pad].norm(dim=1).min() > 0
+    assert table[pad].abs().sum() == 0

@@ -57,6 +57,11 @@ def parse_args(argv: list[str] | None) -> TrainOptions:
         metavar="BUNDLE",
         help="start from a bundle's weights and SentencePiece model (same shape options)",
     )
+    parser.add_argument(
+        "--byte-fallback",
+        action="store_true",
+        help="SentencePiece byte fallback (with --init-from: the bundle's pieces, then the bytes)",
+    )
     args = parser.parse_args(argv)
     return TrainOptions(
         train_tsv=args.train,
@@ -76,6 +81,7 @@ def parse_args(argv: list[str] | None) -> TrainOptions:
         export_minutes=args.export_every,
         resume=args.resume,
         init_from=args.init_from,
+        byte_fallback=args.byte_fallback,
     )
 
 

@@ -25,7 +25,7 @@ from tm_guide.model.card import ModelCard
 from tm_guide.train.batches import Example, encode_pairs, iterate, make_batches
 from tm_guide.train.export import export_bundle
 from tm_guide.train.options import TrainOptions
-from tm_guide.train.vocab import EOS_ID, train_joint_spm, vocabulary
+from tm_guide.train.vocab import EOS_ID, UNK_ID, add_byte_fallback, train_joint_spm, vocabulary
 from tm_guide.train.warm_start import load_bundle_weights
 
 log = logging.getLogger("tm_guide.train")
@@ -39,6 +39,10 @@ def read_pairs(path: Path, options: TrainOptions) -> list[tuple[str, str]]:
     if reader.stats.skipped:
         log.info("%s: skipped %s", path, dict(reader.stats.skipped))
     return pairs
+
+
+# the output bias of <unk> in a byte-fallback model: every engine reads it with the weights
+NEVER = -1e4
 
 
 def build_model(options: TrainOptions, vocab_size: int, pad_id: int) -> MarianMTModel:
@@ -204,6 +208,8 @@ def run(options: TrainOptions) -> dict:
         if not spm_prefix.with_suffix(".model").exists():
             spm_prefix.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(options.init_from / "source.spm", spm_prefix.with_suffix(".model"))
+            if options.byte_fallback:
+                add_byte_fallback(spm_prefix.with_suffix(".model"))
     processor = train_joint_spm(
         [text for pair in train_pairs for text in pair],
         spm_prefix,
@@ -215,7 +221,7 @@ def run(options: TrainOptions) -> dict:
     pad_id = len(pieces) - 1
     if options.init_from is not None:
         bundle_vocabulary = read_vocabularies(options.init_from).target
-        if bundle_vocabulary != pieces[:-1]:
+        if bundle_vocabulary != pieces[: len(bundle_vocabulary)]:  # bytes may follow
             raise ModelError(
                 f"{options.init_from}: its vocabulary is not the one of {spm_prefix}.model"
             )
@@ -231,6 +237,9 @@ def run(options: TrainOptions) -> dict:
 
     model = build_model(options, len(pieces), pad_id)
     keep_start_embedding_zero(model, pad_id)
+    if processor.is_byte(len(pieces) - 2):  # byte fallback: <unk> is never the right output
+        with torch.no_grad():
+            model.final_logits_bias[0, UNK_ID] = NEVER
     log.info("model: %.1fM parameters", sum(p.numel() for p in model.parameters()) / 1e6)
     optimizer = torch.optim.AdamW(
         model.parameters(), lr=options.peak_lr, betas=(0.9, 0.98), eps=1e-9, weight_decay=0.0

@@ -41,6 +41,10 @@ class TrainOptions:
     average_last: int = 3
     resume: bool = False
     init_from: Path | None = None  # a bundle whose weights and SentencePiece model start the run
+    # byte fallback in the SentencePiece model (its 256 byte pieces appended to a warm start's
+    # vocabulary, new embedding rows): no character ever becomes <unk>, and the model is never
+    # let to write <unk>
+    byte_fallback: bool = False
     rewarm_steps: int = 100  # after a warm start: fresh optimizer moments, so ramp the rate again
     name: str = "demo-en-de"
     source_lang: str = "en"

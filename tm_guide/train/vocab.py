@@ -47,6 +47,30 @@ def train_joint_spm(
     return spm.SentencePieceProcessor(model_file=str(model_file))
 
 
+BYTE_PIECES = [f"<0x{b:02X}>" for b in range(256)]
+
+
+def add_byte_fallback(model_file: Path) -> bool:
+    """Give a SentencePiece model byte fallback, in place: its 256 byte pieces appended after
+    every existing piece (whose ids stay), so a character outside the pieces becomes its UTF-8
+    bytes instead of <unk> (no "⁇" in an output). False when it had byte fallback already.
+    Needs protobuf (the [train] extra)."""
+    from sentencepiece import sentencepiece_model_pb2 as model_pb2
+
+    proto = model_pb2.ModelProto()
+    proto.ParseFromString(model_file.read_bytes())
+    if proto.trainer_spec.byte_fallback:
+        return False
+    for piece in BYTE_PIECES:
+        added = proto.pieces.add()
+        added.piece = piece
+        added.score = 0.0
+        added.type = model_pb2.ModelProto.SentencePiece.BYTE
+    proto.trainer_spec.byte_fallback = True
+    model_file.write_bytes(proto.SerializeToString())
+    return True
+
+
 def vocabulary(processor: spm.SentencePieceProcessor) -> list[str]:
     """Pieces by id, `<pad>` last."""
     return [processor.id_to_piece(i) for i in range(processor.get_piece_size())] + ["<pad>"]

@@ -68,8 +68,13 @@ def _feed_forward(model: CT2ModelFile, scope: str, target: str) -> dict[str, np.
     return out
 
 
-def marian_weights_from_bundle(bundle_dir: Path, layers: int) -> dict[str, torch.Tensor]:
-    """transformers MarianMTModel weights (tied embeddings, <pad> row last) from model.bin."""
+def marian_weights_from_bundle(
+    bundle_dir: Path, layers: int, vocab_size: int | None = None
+) -> dict[str, torch.Tensor]:
+    """transformers MarianMTModel weights (tied embeddings, <pad> row last) from model.bin.
+
+    `vocab_size` larger than the bundle's (+1 for <pad>): the vocabulary was extended at its
+    end (byte fallback's pieces); their rows start at the mean embedding, with small noise."""
     model = read_model_file(bundle_dir)
     if model.spec_name != "TransformerSpec":
         raise ModelError(
@@ -81,7 +86,16 @@ def marian_weights_from_bundle(bundle_dir: Path, layers: int) -> dict[str, torch
         ):
             raise ModelError(f"{bundle_dir}: the {stack} does not have {layers} layers")
     embeddings = model.dequantized("decoder/embeddings/weight")
-    with_pad = np.concatenate([embeddings, np.zeros((1, embeddings.shape[1]), np.float32)])
+    added = (vocab_size or len(embeddings) + 1) - len(embeddings) - 1
+    if added < 0:
+        raise ModelError(f"{bundle_dir}: the model's vocabulary is smaller than the bundle's")
+    noise = np.random.default_rng(0).normal(
+        0.0, embeddings.std() * 0.1, (added, embeddings.shape[1])
+    )
+    new_rows = (embeddings.mean(axis=0) + noise).astype(np.float32)
+    with_pad = np.concatenate(
+        [embeddings, new_rows, np.zeros((1, embeddings.shape[1]), np.float32)]
+    )
     weights: dict[str, np.ndarray] = {
         "model.shared.weight": with_pad,
         "model.encoder.embed_tokens.weight": with_pad,
@@ -103,8 +117,10 @@ def marian_weights_from_bundle(bundle_dir: Path, layers: int) -> dict[str, torch
 
 def load_bundle_weights(model: torch.nn.Module, bundle_dir: Path, layers: int) -> None:
     """Copy the bundle's weights into a freshly built MarianMTModel of the same shape."""
-    weights = marian_weights_from_bundle(bundle_dir, layers)
     state = model.state_dict()
+    weights = marian_weights_from_bundle(
+        bundle_dir, layers, int(state["model.shared.weight"].shape[0])
+    )
     for name, tensor in weights.items():
         if name not in state:
             raise ModelError(f"warm start: the model has no parameter {name!r}")
