@@ -35,8 +35,12 @@ def export_bundle(
     test_pairs: list[tuple[str, str]],
     training_data: dict,
     label: str,
+    guidance: dict | None = None,
 ) -> Scores:
-    """Convert, score on the test pairs, write the card, and replace options.bundle_dir."""
+    """Convert, score on the test pairs, write the card, and replace options.bundle_dir.
+
+    `guidance`: card fields of the guided decoding tuned for the model a warm start began from
+    (guided_lambda and the reward rule), kept until `tm-guide eval` tunes the new one."""
     hf_dir = save_hf_checkpoint(model, spm_file, pieces, options.run_dir / f"hf-{label}")
     staging = options.run_dir / f"bundle-{label}"
     convert_checkpoint(
@@ -62,6 +66,7 @@ def export_bundle(
         card,
         training_data=training_data,
         metrics=Metrics(bleu=scores.bleu, chrf=scores.chrf, test_set=test_set),
+        **(guidance or {}),
     )
     card.write(staging)
     target = options.bundle_dir

@@ -41,6 +41,8 @@ def read_pairs(path: Path, options: TrainOptions) -> list[tuple[str, str]]:
     return pairs
 
 
+# what a warm-started run's bundle keeps of its start's card: the guidance tuned on that model
+GUIDANCE_FIELDS = ("guided_lambda", "guided_reward_repeats", "guided_clipped", "guided_weighting")
 # the output bias of <unk> in a byte-fallback model: every engine reads it with the weights
 NEVER = -1e4
 
@@ -203,8 +205,10 @@ def run(options: TrainOptions) -> dict:
     )
     spm_prefix = options.run_dir / "spm"
     start_card = None
+    guidance = None  # the start's tuned guidance, kept on the bundles this run writes
     if options.init_from is not None:
         start_card = ModelCard.read(options.init_from)
+        guidance = {name: getattr(start_card, name) for name in GUIDANCE_FIELDS}
         if not spm_prefix.with_suffix(".model").exists():
             spm_prefix.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(options.init_from / "source.spm", spm_prefix.with_suffix(".model"))
@@ -280,7 +284,8 @@ def run(options: TrainOptions) -> dict:
             "corpus": "German gettext catalogues (.mo) of Debian bookworm packages, cleaned "
             "(bench/corpus/build.py); no LibreOffice help or UI text",
             "pairs": len(train_pairs),
-            "spm": f"joint SentencePiece unigram, {len(pieces) - 1} pieces",
+            "spm": f"joint SentencePiece unigram, {len(pieces) - 1} pieces"
+            + (" (256 of them bytes: byte fallback)" if processor.is_byte(pad_id - 1) else ""),
             "model": f"MarianMT {options.shape.layers}+{options.shape.layers} layers, d_model "
             f"{options.shape.d_model}, {options.shape.heads} heads, ffn {options.shape.ffn}",
             "steps": state["step"],
@@ -358,6 +363,7 @@ def run(options: TrainOptions) -> dict:
                     test_pairs[: options.export_test_limit],
                     training_data(False),
                     f"step{state['step']}",
+                    guidance,
                 )
                 log.info(
                     "mid-way bundle written to %s: BLEU %.2f chrF %.2f on %d test sentences "
@@ -393,8 +399,9 @@ def run(options: TrainOptions) -> dict:
             averaging = True
         else:
             model.load_state_dict(current)
+    guidance = {name: getattr(start_card, name) for name in GUIDANCE_FIELDS} if start_card else None
     scores = export_bundle(
-        model, spm_file, pieces, options, test_pairs, training_data(averaging), "final"
+        model, spm_file, pieces, options, test_pairs, training_data(averaging), "final", guidance
     )
     log.info(
         "final bundle written to %s: BLEU %.2f chrF %.2f on %d test sentences (%.0fs)",
