@@ -162,3 +162,29 @@ def test_model_convert_command(
     assert Bundle.load(output).card.quantization == "int8_float32"
     assert main(args) == 1  # exists already: refused without --force
     assert "already exists" in capsys.readouterr().err
+
+
+def test_a_multilingual_model_translates_into_the_language_asked(tmp_path) -> None:
+    """`tm-guide translate --target-lang fr` with an M2M100 bundle converted for en->de: the French
+    token is forced (as translate_batch's target_prefix) and never printed."""
+    pytest.importorskip("transformers")
+    from model_families import build_checkpoint, convert
+
+    from tm_guide.model import Bundle
+    from tm_guide.model.unguided import UnguidedOptions, translate_lines
+
+    bundle = Bundle.load(
+        convert(build_checkpoint("m2m100", tmp_path / "hf"), tmp_path / "b", "int8")
+    )
+    lines = ["Print the sheet and close it.", "Open the file."]
+    french = translate_lines(bundle, lines, UnguidedOptions(languages=("en", "fr"), max_length=20))
+    german = translate_lines(bundle, lines, UnguidedOptions(max_length=20))
+    for line, text in zip(lines, french, strict=True):
+        source = bundle.source_input(bundle.encode_source(line))
+        assert source[0] == "__en__"
+        native = bundle.translator.translate_batch(
+            [source], beam_size=5, max_decoding_length=21, target_prefix=[["__fr__"]]
+        )[0]
+        assert text == bundle.decode_target(native.hypotheses[0])
+        assert "__fr__" not in text
+    assert french != german

@@ -47,6 +47,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.add_argument("--max-length", type=int, default=256, help="maximum target tokens")
     parser.add_argument("--threads", type=int, default=0, help="CPU threads (0: default)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    parser.add_argument(
+        "--source-lang", help="a multilingual model's source language (default: its card's)"
+    )
+    parser.add_argument(
+        "--target-lang", help="a multilingual model's target language (default: its card's)"
+    )
     parser.set_defaults(func=translate_command)
 
 
@@ -63,6 +69,9 @@ def translate_command(args: argparse.Namespace) -> int:
         device=args.device or settings.device,
         threads=args.threads,
         progress=not args.no_progress,
+        languages=(args.source_lang, args.target_lang)
+        if args.source_lang or args.target_lang
+        else None,
     )
     bundle = Bundle.load(
         args.model if args.model is not None else settings.model_path,

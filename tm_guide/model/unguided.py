@@ -34,6 +34,8 @@ class UnguidedOptions:
     threads: int = 0  # CTranslate2 intra-op threads; 0 = its default
     progress: bool = False  # tqdm bar on stderr
     sort_window: int = 4096  # lines read at once and sorted by length into batches
+    # a multilingual model's language pair (None: the model card's); a model of one pair ignores it
+    languages: tuple[str, str] | None = None
 
     def __post_init__(self) -> None:
         for name in ("beam_size", "batch_size", "max_length", "sort_window"):
@@ -69,9 +71,10 @@ def translate_stream(
 def _translate_window(bundle: Bundle, lines: list[str], options: UnguidedOptions) -> list[str]:
     encoded = [bundle.encode_source(line) for line in lines]
     results: list[str] = [""] * len(lines)
-    inputs = [bundle.source_input(pieces) if pieces else [] for pieces in encoded]
+    source_lang, target_lang = options.languages or (None, None)
+    inputs = [bundle.source_input(pieces, source_lang) if pieces else [] for pieces in encoded]
     todo = sorted((i for i, tokens in enumerate(inputs) if tokens), key=lambda i: len(inputs[i]))
-    prefix = bundle.target_prefix()
+    prefix = bundle.target_prefix(target_lang)
     for batch in _batches(todo, inputs, options):
         outputs = bundle.translator.translate_batch(
             [inputs[i] for i in batch],
