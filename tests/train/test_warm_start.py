@@ -64,16 +64,15 @@ def test_shape_mismatch_is_a_clear_error() -> None:
         load_bundle_weights(model, BUNDLED_MODEL, layers=2)
 
 
-def test_byte_fallback_extends_the_bundles_vocabulary_and_keeps_its_model(tmp_path) -> None:
-    """The bundle's pieces keep their ids, 256 byte pieces follow, "→" (no piece of its own)
-    becomes its bytes and comes back; the warm-started model scores the old pieces as the bundle
-    does, and the new rows are ordinary embeddings, not the zero <pad> row."""
-    import shutil
+def test_byte_fallback_appends_byte_pieces_and_keeps_every_id(tmp_path) -> None:
+    """The model's pieces keep their ids, 256 byte pieces follow, "→" (no piece of its own)
+    becomes its bytes and comes back."""
+    from tiny_corpus import tiny_corpus, train_spm
 
     from tm_guide.train.vocab import BYTE_PIECES, add_byte_fallback, vocabulary
 
     model_file = tmp_path / "spm.model"
-    shutil.copyfile(BUNDLED_MODEL / "source.spm", model_file)
+    model_file.write_bytes(train_spm(tiny_corpus()))
     old = spm.SentencePieceProcessor(model_file=str(model_file))
     assert add_byte_fallback(model_file) and not add_byte_fallback(model_file)
     new = spm.SentencePieceProcessor(model_file=str(model_file))
@@ -85,12 +84,17 @@ def test_byte_fallback_extends_the_bundles_vocabulary_and_keeps_its_model(tmp_pa
     assert [p for p in encoded if p.startswith("<0x")] == ["<0xE2>", "<0x86>", "<0x92>"]
     assert new.decode(new.encode("Filters → Blur")) == "Filters → Blur"
 
-    pad = len(pieces) - 1
-    model = build_model(options(ModelShape()), len(pieces), pad)
+
+def test_a_warm_start_into_a_larger_vocabulary_keeps_the_bundles_rows() -> None:
+    """Pieces appended to the bundle's vocabulary (byte fallback's) get ordinary embedding rows,
+    the bundle's own rows stay as they were, and <pad> stays last and zero."""
+    size = len(json.loads((BUNDLED_MODEL / "shared_vocabulary.json").read_text()))
+    model = build_model(options(ModelShape()), size + 256 + 1, size + 256)
     load_bundle_weights(model, BUNDLED_MODEL, layers=3)
-    table = model.model.shared.weight.detach()
-    plain = build_model(options(ModelShape()), old.get_piece_size() + 1, old.get_piece_size())
+    plain = build_model(options(ModelShape()), size + 1, size)
     load_bundle_weights(plain, BUNDLED_MODEL, layers=3)
-    assert torch.equal(table[: old.get_piece_size()], plain.model.shared.weight[:-1].detach())
-    assert table[old.get_piece_size() : pad].norm(dim=1).min() > 0
-    assert table[pad].abs().sum() == 0
+    table = model.model.shared.weight.detach()
+    assert torch.equal(table[:size], plain.model.shared.weight[:-1].detach())
+    assert table[size : size + 256].norm(dim=1).min() > 0
+    assert table[-1].abs().sum() == 0
+    assert torch.equal(model.final_logits_bias[0, :size], plain.final_logits_bias[0, :size])

@@ -102,6 +102,13 @@ def marian_weights_from_bundle(
         "model.decoder.embed_tokens.weight": with_pad,
         "lm_head.weight": with_pad,
     }
+    if model.has(
+        "decoder/projection/bias"
+    ):  # final_logits_bias (<unk>'s, in a byte-fallback model)
+        bias = model.get("decoder/projection/bias").astype(np.float32)
+        weights["final_logits_bias"] = np.concatenate([bias, np.zeros(added + 1, np.float32)])[
+            None, :
+        ]
     for i in range(layers):
         enc = f"encoder/layer_{i}"
         target = f"model.encoder.layers.{i}"
