@@ -99,3 +99,13 @@ def test_an_old_segment_xml_cannot_carry_does_not_stop_the_export(server) -> Non
     done = server.cli("export", "old-data", str(Path(database).with_name("old.tmx")))
     assert done.returncode == 0, done.stderr
     assert "U+0007" in done.stderr and "1 left out" in done.stdout
+
+
+def test_a_tmserver_text_may_hold_the_replacement_character_itself(server) -> None:
+    """U+FFFD sent as its UTF-8 bytes is text (the document's TmText is any string); only bytes
+    that are no UTF-8 at all are refused."""
+    token = server.client.token
+    sent = server.client.get(f"/tmserver/key/{token}/en/de/unit/Open%EF%BF%BD%20file")
+    assert sent.status == 200, sent.body
+    broken = server.client.get(f"/tmserver/key/{token}/en/de/unit/Open%C3%28%20file")
+    assert broken.status == 400 and broken.json["field"] == "text"

@@ -71,6 +71,16 @@ def unit_with_key(token: str, source_lang: str, target_lang: str, text: str) -> 
     return _answer(principal, source_lang, target_lang, text)
 
 
+def _path_is_utf8() -> bool:
+    """Whether the path's bytes are UTF-8: Werkzeug decodes invalid bytes to U+FFFD, which a
+    client may also send as itself (EF BF BD); WSGI's PATH_INFO keeps the bytes (as latin-1)."""
+    try:
+        request.environ.get("PATH_INFO", "").encode("latin-1").decode("utf-8")
+    except UnicodeError:
+        return False
+    return True
+
+
 def _clamped(name: str, bounds: tuple[int, int, int]) -> int:
     low, default, high = bounds
     try:
@@ -87,7 +97,7 @@ def _answer(principal: Principal, source_lang: str, target_lang: str, text: str)
         raise InvalidInput(
             f"the unit text is {len(text)} characters long; the limit is {limit}", field="text"
         )
-    if "\ufffd" in text:
+    if "\ufffd" in text and not _path_is_utf8():
         raise InvalidInput("the unit text is not valid UTF-8", field="text")
     pair = (
         languages.normalize(source_lang, field="source_lang"),
