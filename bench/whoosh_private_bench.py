@@ -46,7 +46,7 @@ from whoosh.system import pack_uint  # noqa: E402
 from whoosh.writing import CLEAR  # noqa: E402
 
 from tm_guide.index import IndexDoc, MemoryKey, WhooshIndex  # noqa: E402
-from tm_guide.index.bm25 import Leaf  # noqa: E402
+from tm_guide.index.bm25 import Leaf, read_postings_public  # noqa: E402
 from tm_guide.index.whoosh_bulk import BulkSegmentWriter  # noqa: E402
 from tm_guide.index.whoosh_index import META_ID, make_schema  # noqa: E402
 
@@ -146,13 +146,7 @@ def postings_private(leaf: Leaf, word: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def postings_public_loop(reader: Any, word: str) -> tuple[np.ndarray, np.ndarray]:
-    matcher = reader.postings(FIELD, word)
-    ids, weights = [], []
-    while matcher.is_active():
-        ids.append(matcher.id())
-        weights.append(matcher.weight())
-        matcher.next()
-    return np.array(ids, dtype=np.int64), np.array(weights, dtype=np.float64)
+    return read_postings_public(reader.postings(FIELD, word))
 
 
 def postings_public_items(reader: Any, word: str) -> tuple[np.ndarray, np.ndarray]:

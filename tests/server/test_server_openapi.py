@@ -6,7 +6,7 @@ import re
 
 from tm_guide.server import create_app
 from tm_guide.server.config import Limits, ServerConfig
-from tm_guide.server.document import served_document
+from tm_guide.server.document import openapi_path, served_document
 
 IGNORED_METHODS = {"HEAD", "OPTIONS"}
 
@@ -15,7 +15,7 @@ def app_routes() -> set[tuple[str, str]]:
     app = create_app(ServerConfig())
     routes = set()
     for rule in app.url_map.iter_rules():
-        path = re.sub(r"<(?:[a-z]+:)?([a-z_]+)>", r"{\1}", rule.rule)
+        path = openapi_path(rule.rule)
         for method in rule.methods - IGNORED_METHODS:
             routes.add((method, path))
     return routes

@@ -180,6 +180,17 @@ def _lengths_column() -> Any:
     return LENGTHS_COLUMN
 
 
+def read_postings_public(matcher: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Every posting of a matcher through whoosh's public `id()/weight()/next()` loop: the
+    fallback for a matcher of another format, and the benchmark's reference."""
+    ids, weights = [], []
+    while matcher.is_active():
+        ids.append(matcher.id())
+        weights.append(matcher.weight())
+        matcher.next()
+    return np.array(ids, dtype=np.int64), np.array(weights, dtype=np.float64)
+
+
 def _read_all(matcher: Any) -> tuple[np.ndarray, np.ndarray]:
     """Every posting of a leaf matcher; whole blocks at a time for whoosh 2.7's own format
     (private: `_read_ids`, `_read_weights`, `_ids`, `_weights`, `_lastblock`, `_goto`,
@@ -188,12 +199,7 @@ def _read_all(matcher: Any) -> tuple[np.ndarray, np.ndarray]:
     bench/whoosh_private_bench.py). tests/store/test_whoosh_internals.py pins the names and
     that both give the same postings."""
     if not isinstance(matcher, W3LeafMatcher):
-        ids, weights = [], []
-        while matcher.is_active():
-            ids.append(matcher.id())
-            weights.append(matcher.weight())
-            matcher.next()
-        return np.array(ids, dtype=np.int64), np.array(weights, dtype=np.float64)
+        return read_postings_public(matcher)
     id_blocks, weight_blocks = [], []
     while True:
         matcher._read_ids()

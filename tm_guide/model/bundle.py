@@ -69,6 +69,7 @@ class Bundle:
         self.vocabularies = vocabularies
         self.eos_token = eos_token  # the model's end-of-sentence token (config.json)
         self.positions = positions  # longest source/target sequences the model can encode
+        self._language_tokens: dict[str, str] = {}  # tag -> token, as token_for found it
 
     @classmethod
     def load(
@@ -145,24 +146,33 @@ class Bundle:
 
     def language_token(self, tag: str, field: str = "target_lang") -> str | None:
         """A multilingual model's token for language `tag` (None for a model of one pair);
-        InvalidInput naming `field` when the model has no token for it."""
+        InvalidInput naming `field` when the model has no token for it. Looked up once per tag:
+        every input and output asks."""
         if not self.card.language_tokens:
             return None
-        return token_for(self.card.language_tokens, tag, field)
+        token = self._language_tokens.get(tag)
+        if token is None:
+            token = token_for(self.card.language_tokens, tag, field)
+            self._language_tokens[tag] = token
+        return token
 
-    def serves(self, source_lang: str, target_lang: str) -> bool:
-        """Whether the model translates this pair: the card's pair (by language and script), or
-        for a multilingual model any pair it has both language tokens for."""
+    def serves_language(self, tag: str, side: str) -> bool:
+        """Whether the model reads (side "source") or writes (side "target") language `tag`: the
+        card's language of that side (by language and script), or for a multilingual model any
+        language it has a token for."""
         if not self.card.language_tokens:
-            return languages.pair_matches(
-                (source_lang, target_lang), (self.card.source_lang, self.card.target_lang)
-            )
+            return languages.matches(tag, getattr(self.card, f"{side}_lang"))
         try:
-            self.language_token(source_lang, "source_lang")
-            self.language_token(target_lang, "target_lang")
+            self.language_token(tag, f"{side}_lang")
         except InvalidInput:
             return False
         return True
+
+    def serves(self, source_lang: str, target_lang: str) -> bool:
+        """Whether the model translates this pair (serves_language, both sides)."""
+        return self.serves_language(source_lang, "source") and self.serves_language(
+            target_lang, "target"
+        )
 
     def target_prefix(self, target_lang: str | None = None) -> list[str]:
         """The tokens every output starts with, forced (translate_batch's target_prefix): a

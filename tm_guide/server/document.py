@@ -16,7 +16,7 @@ from __future__ import annotations
 import copy
 import functools
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
@@ -30,7 +30,6 @@ from tm_guide.server.config import Limits
 from tm_guide.server.validation import json_body, json_name
 
 JSON = "application/json"
-FORM = "application/x-www-form-urlencoded"
 _TYPE_NAMES = {
     "string": "a string",
     "integer": "an integer",
@@ -49,6 +48,12 @@ def document_text() -> str:
 @functools.cache
 def _written_document() -> dict[str, Any]:
     return yaml.safe_load(document_text())
+
+
+@functools.cache
+def openapi_path(rule: str) -> str:
+    """A Flask URL rule as the document spells its path: `<int:segment_id>` -> `{segment_id}`."""
+    return re.sub(r"<(?:[a-z]+:)?([a-z_]+)>", r"{\1}", rule)
 
 
 def served_document(limits: Limits) -> dict[str, Any]:
@@ -84,9 +89,10 @@ class _Parameter:
 
 @dataclass(frozen=True)
 class _Operation:
-    """One method of one route: its body checks by media type and its query parameters."""
+    """One method of one route: the check of its JSON body (None: it takes none) and its query
+    parameters."""
 
-    bodies: dict[str, _Check] = field(default_factory=dict)
+    body: _Check | None = None
     query: tuple[_Parameter, ...] = ()
 
 
@@ -98,12 +104,11 @@ class _ApiDocument:
         self._components = document.get("components", {})
         self.operations: dict[tuple[str, str], _Operation] = {}
         for path, item in document["paths"].items():
-            rule = re.sub(r"{([a-z_]+)}", r"<\1>", path)
             shared = item.get("parameters", [])
             for method, operation in item.items():
                 if method == "parameters":
                     continue
-                self.operations[(method.upper(), rule)] = self._compile(
+                self.operations[(method.upper(), path)] = self._compile(
                     operation, shared + operation.get("parameters", [])
                 )
 
@@ -133,22 +138,18 @@ class _ApiDocument:
         return node
 
     def _compile(self, operation: dict[str, Any], parameters: list[dict]) -> _Operation:
-        bodies = {
-            media_type: self._check(content["schema"])
-            for media_type, content in operation.get("requestBody", {}).get("content", {}).items()
-            if media_type in (JSON, FORM) and "schema" in content
-        }
+        content = operation.get("requestBody", {}).get("content", {}).get(JSON, {})
+        body = self._check(content["schema"]) if "schema" in content else None
         query = []
         for parameter in map(self._resolve, parameters):
             if parameter["in"] == "query":
                 check = self._check(parameter.get("schema", {}))
                 query.append(_Parameter(parameter["name"], bool(parameter.get("required")), check))
-        return _Operation(bodies, tuple(query))
+        return _Operation(body, tuple(query))
 
     def operation(self) -> _Operation:
         rule = request.url_rule.rule if request.url_rule is not None else ""
-        rule = re.sub(r"<(?:[a-z]+:)?([a-z_]+)>", r"<\1>", rule)
-        return self.operations.get((request.method, rule), _Operation())
+        return self.operations.get((request.method, openapi_path(rule)), _Operation())
 
 
 def _apply_limits(node: Any, limits: Limits) -> None:
@@ -169,7 +170,7 @@ def _current() -> _ApiDocument:
 def request_body() -> dict[str, Any]:
     """The JSON body, checked against the operation's documented schema."""
     body = json_body()
-    check = _current().operation().bodies.get(JSON)
+    check = _current().operation().body
     if check is not None:
         check(body)
     return body

@@ -111,19 +111,17 @@ def check_pair(services: Services, source_lang: str | None, target_lang: str) ->
     bundle = services.translator().bundle
     model_source, model_target = model_pair(services)
     source = model_source if source_lang in (None, "", "auto") else str(source_lang)
-    asked = ((source, model_source, "source"), (target_lang, model_target, "target"))
+    served = (
+        f"the {len(bundle.card.language_tokens)} languages of its model"
+        if bundle.card.language_tokens
+        else f"{model_source} -> {model_target}"
+    )
     pair = []
-    for tag, model_tag, field in asked:
+    for tag, field in ((source, "source"), (target_lang, "target")):
         normalized = languages.normalize(tag, field=field)
-        if bundle.card.language_tokens:
-            try:
-                bundle.language_token(normalized, field)
-            except InvalidInput as exc:
-                raise UnsupportedLanguage(exc.message, field=field) from None
-        elif not languages.matches(model_tag, normalized):
+        if not bundle.serves_language(normalized, field):
             raise UnsupportedLanguage(
-                f"this server translates {model_source} -> {model_target}; "
-                f"{field} language {tag!r} is not supported",
+                f"this server translates {served}; {field} language {tag!r} is not supported",
                 field=field,
             )
         pair.append(normalized)

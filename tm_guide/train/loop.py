@@ -223,6 +223,7 @@ def run(options: TrainOptions) -> dict:
     spm_file = spm_prefix.with_suffix(".model")
     pieces = vocabulary(processor)
     pad_id = len(pieces) - 1
+    byte_fallback = processor.is_byte(pad_id - 1)  # the byte pieces come last
     if options.init_from is not None:
         bundle_vocabulary = read_vocabularies(options.init_from).target
         if bundle_vocabulary != pieces[: len(bundle_vocabulary)]:  # bytes may follow
@@ -241,7 +242,7 @@ def run(options: TrainOptions) -> dict:
 
     model = build_model(options, len(pieces), pad_id)
     keep_start_embedding_zero(model, pad_id)
-    if processor.is_byte(len(pieces) - 2):  # byte fallback: <unk> is never the right output
+    if byte_fallback:  # <unk> is never the right output
         with torch.no_grad():
             model.final_logits_bias[0, UNK_ID] = NEVER
     log.info("model: %.1fM parameters", sum(p.numel() for p in model.parameters()) / 1e6)
@@ -285,7 +286,7 @@ def run(options: TrainOptions) -> dict:
             "(bench/corpus/build.py); no LibreOffice help or UI text",
             "pairs": len(train_pairs),
             "spm": f"joint SentencePiece unigram, {len(pieces) - 1} pieces"
-            + (" (256 of them bytes: byte fallback)" if processor.is_byte(pad_id - 1) else ""),
+            + (" (256 of them bytes: byte fallback)" if byte_fallback else ""),
             "model": f"MarianMT {options.shape.layers}+{options.shape.layers} layers, d_model "
             f"{options.shape.d_model}, {options.shape.heads} heads, ffn {options.shape.ffn}",
             "steps": state["step"],
@@ -399,7 +400,6 @@ def run(options: TrainOptions) -> dict:
             averaging = True
         else:
             model.load_state_dict(current)
-    guidance = {name: getattr(start_card, name) for name in GUIDANCE_FIELDS} if start_card else None
     scores = export_bundle(
         model, spm_file, pieces, options, test_pairs, training_data(averaging), "final", guidance
     )
