@@ -30,6 +30,7 @@ from tm_guide.evaluation.scoring import corpus_score, subset
 from tm_guide.evaluation.similarity import median_split
 from tm_guide.evaluation.testset import read_tsv
 from tm_guide.pieces import PieceOptions
+from tm_guide.pieces.repair import RepairOptions
 from tm_guide.pieces.weighting import PieceWeighting
 
 BANDS = ((0.0, 0.3), (0.3, 0.5), (0.5, 0.6), (0.6, 0.7), (0.7, 0.8), (0.8, 0.9), (0.9, 1.01))
@@ -85,6 +86,13 @@ def main() -> None:
         help="comma-separated similarities T: also report the guided output chosen against the "
         "TM targets of matches with similarity >= T, by the search's own score",
     )
+    parser.add_argument(
+        "--repair",
+        default="",
+        help="comma-separated similarities T: also decode with the best match's target repaired "
+        "where its similarity is >= T (PieceOptions.repair)",
+    )
+    parser.add_argument("--gap", default="2:2", help="repair gaps, SCALE:MARGIN")
     args = parser.parse_args()
 
     from tm_guide.decoding.guided import EngineOptions, GuidedTranslator, TranslateOptions
@@ -144,7 +152,9 @@ def main() -> None:
         for p in pieces
     ]
     print(scored.row("best TM match", best), flush=True)
-    for spec in args.rules.split(","):
+    scale, margin = (int(x) for x in args.gap.split(":"))
+    repairs = [None] + [float(x) for x in args.repair.split(",") if x]
+    for spec, repair in ((spec, r) for spec in args.rules.split(",") for r in repairs):
         rule, *extras = spec.split("+")
         options = replace(
             base,
@@ -152,6 +162,7 @@ def main() -> None:
                 m=args.m,
                 weighting=PieceWeighting.parse(rule),
                 clipped="clipped" in extras,
+                repair=RepairOptions(repair, scale, margin),
             ),
         )
         weighted = [translator.collect_pieces(bundle.encode_source(s), options) for s in sources]
@@ -160,12 +171,14 @@ def main() -> None:
             guided = decode(replace(options, search=replace(base.search, lam=lam)), weighted)
             served = served_outputs(sources, pieces, guided)
             name = f"{spec} lambda {lam:g}"
+            if repair is not None:
+                name += f", repair >= {repair:g} (gaps {scale}:{margin})"
             print(scored.row(name, guided), flush=True)
             print(
                 scored.row(f"{name}, served", served) + f" {time.perf_counter() - started:.0f} s",
                 flush=True,
             )
-            for t in (float(x) for x in args.candidates.split(",") if x):
+            for t in (float(x) for x in args.candidates.split(",") if x if repair is None):
                 chosen = choose_with_tm_targets(
                     translator, sources, guided, weighted, lam, t, base.search
                 )

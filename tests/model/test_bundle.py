@@ -91,3 +91,29 @@ def test_target_offsets_place_every_token_in_the_text(tiny_bundle: Bundle) -> No
     for k in range(len(tokens)):  # each token's characters are its own decoded text
         piece = text[offsets[k] : offsets[k + 1]]
         assert piece.strip() == tiny_bundle.decode_target(tokens[k : k + 1]).strip()
+
+
+def test_render_target_writes_kept_tokens_in_their_own_characters() -> None:
+    """A repaired match keeps its target's characters ("…", typographic quotes, "½") where the
+    SentencePiece normalizer changed them; free tokens are detokenized between them, spaced
+    as their pieces say, and the offsets place every token."""
+    from tm_guide.config import BUNDLED_MODEL
+
+    bundle = Bundle.load(BUNDLED_MODEL)
+    text = "Wählen Sie  Format – Absatz… – „Umrandung“ ½."
+    pieces, surfaces = bundle.target_surfaces(text)
+    assert "".join(surfaces) == text
+    whole, offsets = bundle.render_target(pieces, surfaces)
+    assert whole == "Wählen Sie Format – Absatz… – „Umrandung“ ½."  # runs of spaces: one
+    assert offsets is not None and offsets[-1] == len(whole) and len(offsets) == len(pieces) + 1
+    free = bundle.encode_target("die Tabelle")
+    tokens = pieces[:2] + free + pieces[2:]
+    mixed = surfaces[:2] + [None] * len(free) + surfaces[2:]
+    text, offsets = bundle.render_target(tokens, mixed)
+    assert text == "Wählen Sie die Tabelle Format – Absatz… – „Umrandung“ ½."
+    assert offsets is not None and text[offsets[2] : offsets[2 + len(free)]] == " die Tabelle"
+    plain, _ = bundle.render_target(tokens, [None] * len(tokens))
+    assert plain == bundle.decode_target(tokens)
+    assert bundle.render_target(free + pieces[:2], [None] * len(free) + surfaces[:2])[0] == (
+        "die Tabelle Wählen Sie"
+    )

@@ -15,6 +15,7 @@ import numpy as np
 
 from tm_guide.decoding.hypotheses import Closed
 from tm_guide.decoding.rewards import PieceReward
+from tm_guide.decoding.template import TargetTemplate
 from tm_guide.errors import ModelError
 
 if TYPE_CHECKING:
@@ -112,6 +113,16 @@ def reward_tables(rewards: Sequence[PieceReward | None], vocab_size: int) -> lis
     ]
 
 
+def template_objects(
+    templates: Sequence[TargetTemplate | None], vocab_size: int, end_id: int
+) -> list[Any]:
+    fused = require_extension()
+    return [
+        fused.Template(list(t.tokens), list(t.gaps), vocab_size, end_id) if t is not None else None
+        for t in templates
+    ]
+
+
 # per sentence: (raw score, token ids, log-prob, reward, length) of each closed hypothesis
 _RawClosed = list[list[tuple[float, tuple[int, ...], float, float, int]]]
 
@@ -133,6 +144,7 @@ def compiled_search(
     rewards: Sequence[PieceReward | None],
     caps: Sequence[int],
     prefixes: Sequence[Sequence[int]],
+    templates: Sequence[TargetTemplate | None] | None = None,
 ) -> list[list[Closed]]:
     """The compiled search over another engine's steps (the tests hold it to search.py's)."""
     state = decoder.start(sources)
@@ -149,5 +161,6 @@ def compiled_search(
         search_config(decoder, options),
         reward_tables(rewards, decoder.vocab_size),
         [list(prefix) for prefix in prefixes],
+        template_objects(templates or [None] * len(sources), decoder.vocab_size, decoder.end_id),
     )
     return closed_hypotheses(closed)

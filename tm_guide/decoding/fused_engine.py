@@ -30,11 +30,13 @@ from tm_guide.decoding.compiled import (
     reward_tables,
     search_config,
     supports,
+    template_objects,
 )
 from tm_guide.decoding.hypotheses import Closed
 from tm_guide.decoding.model_file import CT2ModelFile, read_model_file
 from tm_guide.decoding.rewards import PieceReward
 from tm_guide.decoding.search import SearchOptions
+from tm_guide.decoding.template import TargetTemplate
 from tm_guide.decoding.transformer_spec import (
     SourceIds,
     check_supported,
@@ -79,6 +81,7 @@ class FusedDecoder(TargetVocabulary):
         rewards: Sequence[PieceReward | None],
         caps: Sequence[int],
         prefixes: Sequence[Sequence[int]],
+        templates: Sequence[TargetTemplate | None],
     ) -> list[list[Closed]]:
         """search.beam_search's closed hypotheses per sentence (it validates and finalizes)."""
         ids = [self.sources.source_ids(tokens) for tokens in sources]
@@ -92,6 +95,7 @@ class FusedDecoder(TargetVocabulary):
                 search_config(self, options),
                 tables,
                 [list(prefix) for prefix in prefixes],
+                template_objects(templates, self.vocab_size, self.end_id),
             )
         except ValueError as exc:  # the C++ checks of source and output length
             raise ModelError(str(exc)) from exc

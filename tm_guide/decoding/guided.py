@@ -28,6 +28,7 @@ from tm_guide.decoding.search import (
     beam_search,
     native_beam_search,
 )
+from tm_guide.decoding.template import TargetTemplate
 from tm_guide.errors import InvalidInput, ModelError
 from tm_guide.pieces.builder import PieceOptions
 
@@ -140,6 +141,10 @@ class GuidedResult:
     matched_pieces: list[MatchedPiece] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)  # seconds: retrieval, pieces, decoding
     best_match_similarity: float | None = None
+    repaired_segment: int | None = None  # the TM segment whose target the output repairs
+    # where each token starts in `translation`, plus its length, when the text is not the plain
+    # detokenization of `tokens` (a repaired match keeps its target's own characters)
+    offsets: list[int] | None = None
 
 
 class GuidedTranslator:
@@ -255,6 +260,7 @@ class GuidedTranslator:
         sources: list[list[str]] = []
         all_pieces: list[Any] = []
         rewards: list[PieceReward | None] = []
+        templates: list[TargetTemplate | None] = []
         timings: list[dict[str, float]] = []
         for index, sentence in enumerate(sentences):
             tokens = self.bundle.encode_source(sentence)
@@ -265,6 +271,12 @@ class GuidedTranslator:
             all_pieces.append(found)
             retrieval = found.timings.get("retrieval", 0.0) if found is not None else 0.0
             timings.append({"retrieval": retrieval, "pieces": max(spent - retrieval, 0.0)})
+            template = None
+            if found is not None and found.template is not None:
+                template = TargetTemplate.from_tokens(
+                    found.template.tokens, found.template.gaps, self.token_to_id
+                )
+            templates.append(template)
             reward = None
             if found and options.search.lam > 0:
                 reward = PieceReward.from_tokens(
@@ -272,7 +284,11 @@ class GuidedTranslator:
                 )
             rewards.append(reward or None)
 
-        guided_ids = [i for i, r in enumerate(rewards) if r is not None and sources[i]]
+        guided_ids = [
+            i
+            for i, (r, t) in enumerate(zip(rewards, templates, strict=True))
+            if (r is not None or t is not None) and sources[i]
+        ]
         guided_set = set(guided_ids)
         native_ids = [i for i in range(len(sentences)) if i not in guided_set and sources[i]]
         hypotheses: dict[int, Hypothesis] = {}
@@ -283,8 +299,14 @@ class GuidedTranslator:
             started = clock()
             inputs = [self.bundle.source_input(sources[i], source_lang) for i in batch]
             batch_rewards = [rewards[i] for i in batch]
-            caps = _output_caps(search, options, inputs, len(prefix))
-            if engine == "rerank":  # native n-best: one cap for the batch
+            batch_templates = [templates[i] for i in batch]
+            caps = [
+                min(search.max_length, len(prefix) + t.longest + 1) if t is not None else cap
+                for cap, t in zip(
+                    _output_caps(search, options, inputs, len(prefix)), batch_templates, strict=True
+                )
+            ]
+            if engine == "rerank" and not any(batch_templates):  # native n-best: one cap
                 found = rerank_search(
                     self.bundle.translator,
                     inputs,
@@ -294,14 +316,15 @@ class GuidedTranslator:
                     width=options.engine.rerank_width or None,
                     prefixes=[prefix] * len(batch),
                 )
-            else:
+            else:  # a template needs a step engine: rerank's batches with one take ct2's
                 found = beam_search(
-                    self.step_decoder(engine, options),
+                    self.step_decoder("ct2" if engine == "rerank" else engine, options),
                     inputs,
                     search,
                     batch_rewards,
                     max_lengths=caps,
                     prefixes=[prefix_ids] * len(batch),
+                    templates=batch_templates,
                 )
             share = (clock() - started) / len(batch)
             for i, best in zip(batch, found, strict=True):
@@ -330,12 +353,17 @@ class GuidedTranslator:
                     GuidedResult("", [], 0.0, 0.0, 0.0, False, engine, timings=timings[i])
                 )
                 continue
-            tokens = [self.target_vocabulary[t] for t in hypothesis.token_ids[len(prefix) :]]
+            output = hypothesis.token_ids[len(prefix) :]
+            tokens = [self.target_vocabulary[t] for t in output]
             found = all_pieces[i]
             timings[i]["total"] = sum(timings[i].values())
+            template = templates[i] if is_guided else None
+            text, offsets = self.bundle.decode_target(tokens), None
+            if template is not None:
+                text, offsets = self._render_repair(tokens, template.follow(output), found)
             results.append(
                 GuidedResult(
-                    translation=self.bundle.decode_target(tokens),
+                    translation=text,
                     tokens=tokens,
                     model_score=hypothesis.model_score,
                     log_prob=hypothesis.log_prob,
@@ -354,9 +382,30 @@ class GuidedTranslator:
                     best_match_similarity=(
                         max((m.similarity for m in found.matches), default=None) if found else None
                     ),
+                    repaired_segment=found.template.segment_id if template is not None else None,
+                    offsets=offsets,
                 )
             )
         return results
+
+    def _render_repair(
+        self, tokens: list[str], which: list[int | None], found: Any
+    ) -> tuple[str, list[int] | None]:
+        """The output of a repaired match, its kept tokens in the match target's own
+        characters (the SentencePiece normalizer may have changed them: "…" to "..."); plain
+        detokenization when the target no longer splits into the pieces it was aligned as."""
+        template = found.template
+        target = next(
+            m.segment.target for m in found.matches if m.segment.id == template.segment_id
+        )
+        pieces, surfaces = self.bundle.target_surfaces(target)
+        if any(
+            p >= len(pieces) or pieces[p] != t
+            for p, t in zip(template.positions, template.tokens, strict=True)
+        ):
+            return self.bundle.decode_target(tokens), None
+        own = [surfaces[template.positions[k]] if k is not None else None for k in which]
+        return self.bundle.render_target(tokens, own)
 
     def native_search(
         self,

@@ -16,7 +16,11 @@ lambda = 0 it returns what ``translate_batch(beam_size=K)`` returns, token for t
   `target_prefix`: while step < its length every candidate is the prefix token, the first with
   score 0 and the others -1e10 (the prefix's log-probabilities are not counted, and it closes
   nothing); on the step right after it, a </s> among the candidates but the first becomes token
-  0 at -1e10; the prefix stays in the output and counts in its length and max_length.
+  0 at -1e10; the prefix stays in the output and counts in its length and max_length;
+* a target template (tm_guide.decoding.template: a close TM match to repair) sets the tokens it
+  forbids to -inf after the prefix, and a candidate whose total is -inf never closes a
+  hypothesis (it fills the beam as a dead row); rewards apply as everywhere; without templates
+  nothing changes.
 
 The reward, lambda * sum_n D_X(...), is added to the log-probabilities of each live hypothesis
 before the candidates are ranked, so it steers every step of the search. It is kept apart from the
@@ -36,6 +40,7 @@ from tm_guide.decoding import compiled
 from tm_guide.decoding.compiled import SearchVocabulary
 from tm_guide.decoding.hypotheses import Closed
 from tm_guide.decoding.rewards import PieceReward
+from tm_guide.decoding.template import START, State, TargetTemplate
 from tm_guide.errors import InvalidInput
 
 
@@ -74,6 +79,8 @@ class WholeSearchDecoder(Protocol):
 
     @property
     def vocab_size(self) -> int: ...
+    @property
+    def end_id(self) -> int: ...
 
     def run_search(
         self,
@@ -82,6 +89,7 @@ class WholeSearchDecoder(Protocol):
         rewards: Sequence[PieceReward | None],
         caps: Sequence[int],
         prefixes: Sequence[Sequence[int]],
+        templates: Sequence[TargetTemplate | None],
     ) -> list[list[Closed]]: ...
 
 
@@ -151,11 +159,14 @@ def beam_search(
     rewards: Sequence[PieceReward | None] | None = None,
     max_lengths: Sequence[int] | None = None,
     prefixes: Sequence[Sequence[int]] | None = None,
+    templates: Sequence[TargetTemplate | None] | None = None,
 ) -> list[list[Hypothesis]]:
     """Translate a batch; for each sentence the num_hypotheses best hypotheses, best first.
 
     `prefixes` are target token ids each sentence's output starts with (translate_batch's
     target_prefix: a multilingual model's target-language token); they stay in the output.
+    `templates` (one or None per sentence) constrain what follows the prefix to a repaired TM
+    target (tm_guide.decoding.template).
 
     `max_lengths` caps each sentence's output on its own (each at most options.max_length), so
     that a sentence's output does not depend on the lengths of its batchmates; without it every
@@ -170,13 +181,16 @@ def beam_search(
         return []
     tables = rewards if rewards is not None else [None] * len(sources)
     forced = _checked_prefixes(prefixes, len(sources), decoder.vocab_size)
+    shapes = _checked_templates(templates, len(sources), decoder, options)
     if isinstance(decoder, WholeSearchDecoder):
-        found = decoder.run_search(sources, options, tables, caps.tolist(), forced)
+        found = decoder.run_search(sources, options, tables, caps.tolist(), forced, shapes)
         return [_finalize(sentence, options) for sentence in found]
     if compiled.available() and compiled.supports(tables):
-        found = compiled.compiled_search(decoder, sources, options, tables, caps.tolist(), forced)
+        found = compiled.compiled_search(
+            decoder, sources, options, tables, caps.tolist(), forced, shapes
+        )
         return [_finalize(sentence, options) for sentence in found]
-    return _search(decoder, sources, options, rewards, caps, forced)
+    return _search(decoder, sources, options, rewards, caps, forced, shapes)
 
 
 def python_beam_search(
@@ -186,6 +200,7 @@ def python_beam_search(
     rewards: Sequence[PieceReward | None] | None = None,
     max_lengths: Sequence[int] | None = None,
     prefixes: Sequence[Sequence[int]] | None = None,
+    templates: Sequence[TargetTemplate | None] | None = None,
 ) -> list[list[Hypothesis]]:
     """beam_search in Python: the reference that the compiled search is tested against, and
     what runs where it was not built."""
@@ -193,7 +208,8 @@ def python_beam_search(
     if caps is None:
         return []
     forced = _checked_prefixes(prefixes, len(sources), decoder.vocab_size)
-    return _search(decoder, sources, options, rewards, caps, forced)
+    shapes = _checked_templates(templates, len(sources), decoder, options)
+    return _search(decoder, sources, options, rewards, caps, forced, shapes)
 
 
 def _checked_prefixes(
@@ -207,6 +223,26 @@ def _checked_prefixes(
     if any(not 0 <= t < vocab_size for prefix in checked for t in prefix):
         raise InvalidInput("a target prefix token is outside the vocabulary", field="prefixes")
     return checked
+
+
+def _checked_templates(
+    templates: Sequence[TargetTemplate | None] | None,
+    batch_size: int,
+    decoder: StepDecoder | WholeSearchDecoder,
+    options: SearchOptions,
+) -> list[TargetTemplate | None]:
+    if templates is None:
+        return [None] * batch_size
+    if len(templates) != batch_size:
+        raise InvalidInput("one template (or None) per sentence is required", field="templates")
+    for template in templates:
+        if template is None:
+            continue
+        template.check(decoder.vocab_size, decoder.end_id)
+        if len(template.tokens) < options.min_length:
+            # </s> could be both required (the template is done) and masked (min_length)
+            raise InvalidInput("a template must hold at least min_length tokens", field="templates")
+    return list(templates)
 
 
 def _checked_caps(
@@ -232,6 +268,7 @@ def _search(
     rewards: Sequence[PieceReward | None] | None,
     caps: np.ndarray,
     prefixes: Sequence[Sequence[int]],
+    templates: Sequence[TargetTemplate | None],
 ) -> list[list[Hypothesis]]:
     vocab_size = decoder.vocab_size
     batch_size = len(sources)
@@ -258,6 +295,8 @@ def _search(
     closed: list[list[Closed]] = [[] for _ in range(batch_size)]
     top_closed = np.zeros(batch_size, dtype=bool)
     results: list[list[Hypothesis]] = [[] for _ in range(batch_size)]
+    use_templates = any(t is not None for t in templates)
+    places: list[State] = [START] * batch_size  # each row's template state
 
     for step in range(int(caps.max())):
         row_sentences = np.repeat(live, rows_per_sentence)
@@ -265,6 +304,12 @@ def _search(
             decoder.step(state, parents, row_sentences, last_ids, step < options.min_length),
             dtype=np.float32,
         )
+        if use_templates:
+            log_probs = log_probs.copy()  # the engine's buffer stays as it was
+            for row, sentence in enumerate(row_sentences.tolist()):
+                template = templates[sentence]
+                if template is not None and step >= len(prefixes[sentence]):
+                    template.mask(places[row], log_probs[row], end_id)
         step_reward: _SparseReward | None = None
         if use_reward and rewards is not None:
             step_reward = _step_reward(
@@ -300,7 +345,8 @@ def _search(
             for k in range(beam):
                 pick = k
                 token = int(token_ids[k])
-                if (token == end_id and step >= len(prefix)) or is_last_step:
+                closes = (token == end_id and step >= len(prefix)) or is_last_step
+                if closes and scores[k] != -np.inf:  # a dead row never closes
                     if k == 0:
                         top_closed[sentence] = True
                     origin = int(origins[k])
@@ -357,6 +403,16 @@ def _search(
         cum_logp = new_logp.astype(np.float32)
         cum_reward = np.asarray(new_reward, dtype=np.float64)
         sequences = [sequences[p] + [t] for p, t in zip(next_rows, next_ids, strict=True)]
+        if use_templates:
+            row_of = np.repeat(still_live, beam).tolist()
+            places = [
+                template.advance(places[p], t)
+                if (template := templates[sentence]) is not None and c
+                else places[p]
+                for p, t, c, sentence in zip(
+                    next_rows, next_ids, next_counted, row_of, strict=True
+                )
+            ]
         if track_used and rewards is not None:
             used = [
                 table.produced(used[p], seq) if (table := rewards[sentence]) else used[p]

@@ -31,6 +31,7 @@ from tm_guide.model.card import (
 )
 from tm_guide.model.language_tokens import token_for
 from tm_guide.model.positions import NO_LIMITS, PositionLimits, read_position_limits
+from tm_guide.pieces.tokenizer import SENTENCEPIECE_SPACE
 
 DEFAULT_EOS = "</s>"
 _VOCAB_STEMS = ("shared_vocabulary", "source_vocabulary", "target_vocabulary")
@@ -143,6 +144,52 @@ class Bundle:
                 [t for t in tokens if t not in dropped and t not in languages]
             )
         )
+
+    def target_surfaces(self, text: str) -> tuple[list[str], list[str]]:
+        """Target pieces of `text` and the characters of `text` each stands for (before the
+        normalizer: "…" where the piece says "..."; a byte-fallback character's text on its
+        last byte piece, "" on the others)."""
+        proto = self.target_sp.encode(text, return_type="proto")
+        return [p.piece for p in proto.pieces], [p.surface for p in proto.pieces]
+
+    def render_target(
+        self, tokens: Sequence[str], surfaces: Sequence[str | None]
+    ) -> tuple[str, list[int] | None]:
+        """The text of target `tokens` where a token with a surface (not None) is written as
+        that text (a TM target's own characters) and runs of the others are detokenized; with
+        where each token starts in it, plus its length (as target_offsets; None where that is
+        None). A leading space is one space, and none at the start."""
+        text = ""
+        offsets: list[int] = []
+        known = True
+        k = 0
+        while k < len(tokens):
+            own = surfaces[k] is not None
+            end = k
+            while end < len(tokens) and (surfaces[end] is not None) == own:
+                end += 1
+            if own:
+                spaced = False  # a space is owed before the next characters
+                for j in range(k, end):
+                    surface = str(surfaces[j])
+                    stripped = surface.lstrip()
+                    spaced |= stripped != surface or tokens[j].startswith(SENTENCEPIECE_SPACE)
+                    offsets.append(len(text))
+                    if stripped:
+                        text += (" " if text and spaced else "") + stripped
+                        spaced = False
+            else:
+                run = list(tokens[k:end])
+                decoded = self.decode_target(run)
+                space = " " if text and run[0].startswith(SENTENCEPIECE_SPACE) and decoded else ""
+                inner = self.target_offsets(run)
+                known &= inner is not None
+                for j in range(len(run)):
+                    offsets.append(len(text) + (inner[j] + len(space) if inner and j else 0))
+                text += space + decoded
+            k = end
+        offsets.append(len(text))
+        return text, offsets if known else None
 
     def language_token(self, tag: str, field: str = "target_lang") -> str | None:
         """A multilingual model's token for language `tag` (None for a model of one pair);

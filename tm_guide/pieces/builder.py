@@ -30,6 +30,7 @@ from tm_guide.pieces.collect import (
     occurrences,
     select_pieces,
 )
+from tm_guide.pieces.repair import MatchTemplate, RepairOptions, match_template
 from tm_guide.pieces.tokenizer import Tokenizer, tokens_to_text
 from tm_guide.pieces.weighting import PieceWeighting
 
@@ -44,7 +45,8 @@ class PieceOptions:
     max_n: longest piece (the paper uses 4); clipped: each piece, single tokens included, may
     be rewarded only as often as it occurs in the TM target it came from (used by the search
     when repeats are off; without it, pieces of 2+ tokens once and single tokens every time);
-    weighting: how far a piece is trusted from its match's similarity (PieceWeighting)."""
+    weighting: how far a piece is trusted from its match's similarity (PieceWeighting);
+    repair: when and how the best match's target is repaired instead (RepairOptions)."""
 
     m: int = 10
     min_similarity: float = 0.0
@@ -52,6 +54,7 @@ class PieceOptions:
     max_n: int = 4
     clipped: bool = False
     weighting: PieceWeighting = field(default_factory=PieceWeighting)
+    repair: RepairOptions = field(default_factory=RepairOptions)
 
     def __post_init__(self) -> None:
         if not 1 <= self.m <= MAX_RETRIEVAL:
@@ -88,6 +91,8 @@ class TranslationPieces:
     limits: dict[Ngram, int] = field(default_factory=dict)
     matches: list[FuzzyMatch] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)  # seconds per stage
+    # the best match's target to repair, when its similarity reaches PieceOptions.repair
+    template: MatchTemplate | None = None
 
     def __bool__(self) -> bool:
         return bool(self.ngrams)
@@ -154,6 +159,9 @@ class PieceBuilder:
                     pieces=len(ngrams),
                 )
             )
+        best = max(range(len(pairs)), key=lambda i: comparisons[i].similarity, default=None)
+        if best is not None and options.repair.applies(comparisons[best].similarity):
+            result.template = match_template(pairs[best], comparisons[best], options.repair)
         result.ngrams = table.scores
         result.provenance = table.provenance
         result.limits = table.limits

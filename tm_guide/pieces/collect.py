@@ -55,23 +55,40 @@ class AlignedPair:
 
 @dataclass(frozen=True)
 class EditComparison:
-    """X against X^m: the edit distance, eq. 9, and W^m as a mask over X^m's positions."""
+    """X against X^m: the edit distance, eq. 9, W^m as a mask over X^m's positions, which of
+    the edited ones X replaces (the others X lacks), and the tokens of X that X^m lacks:
+    inserted[p] of them stand before X^m[p] (inserted[len]: after its last token; empty when
+    there are none)."""
 
     distance: int
     similarity: float
     unedited: int
+    replaced: int = 0
+    inserted: tuple[int, ...] = ()
 
 
 def compare(query: Sequence[Hashable], tm_source: Sequence[Hashable]) -> EditComparison:
     """W^m = positions of X^m that the edit script from X to X^m leaves as they are."""
     editops = Levenshtein.editops(query, tm_source)
     unedited = (1 << len(tm_source)) - 1
+    replaced = 0
+    inserted: list[int] = []
     for op in editops:
         if op.tag != "delete":  # insert/replace touch X^m[dest_pos]; delete touches only X
             unedited &= ~(1 << op.dest_pos)
+            if op.tag == "replace":
+                replaced |= 1 << op.dest_pos
+        else:
+            if not inserted:
+                inserted = [0] * (len(tm_source) + 1)
+            inserted[op.dest_pos] += 1
     distance = len(editops)
     return EditComparison(
-        distance, similarity_from_distance(distance, len(query), len(tm_source)), unedited
+        distance,
+        similarity_from_distance(distance, len(query), len(tm_source)),
+        unedited,
+        replaced,
+        tuple(inserted),
     )
 
 

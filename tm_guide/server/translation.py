@@ -157,7 +157,13 @@ def translations_json(
     out = []
     for result, collected in zip(results, found, strict=True):
         similarity = {m.segment.id: m.similarity for m in collected.matches} if collected else {}
-        offsets = translator.bundle.target_offsets(result.tokens) if result.matched_pieces else None
+        offsets = None
+        if result.matched_pieces:
+            offsets = (
+                result.offsets
+                if result.repaired_segment is not None
+                else translator.bundle.target_offsets(result.tokens)
+            )
         used = [
             _piece_json(
                 translator, piece, result.translation, offsets, segments, similarity, memory_names

@@ -30,6 +30,7 @@
 #include "model.h"
 #include "rewards.h"
 #include "search.h"
+#include "template.h"
 
 namespace py = pybind11;
 using namespace tm_guide_fused;
@@ -74,9 +75,10 @@ py::list to_python(const std::vector<std::vector<Closed>>& closed) {
   return result;
 }
 
-std::vector<const RewardTable*> table_pointers(const std::vector<std::shared_ptr<RewardTable>>& t) {
-  std::vector<const RewardTable*> out;
-  for (const auto& p : t) out.push_back(p.get());
+template <typename T>
+std::vector<const T*> pointers(const std::vector<std::shared_ptr<T>>& items) {
+  std::vector<const T*> out;
+  for (const auto& p : items) out.push_back(p.get());
   return out;
 }
 
@@ -128,6 +130,10 @@ PYBIND11_MODULE(_fused, m) {
            py::arg("ngrams"), py::arg("max_n"), py::arg("vocab"),
            py::arg("limits") = std::vector<int>());
 
+  py::class_<Template, std::shared_ptr<Template>>(m, "Template")
+      .def(py::init<std::vector<int>, std::vector<int>, int, int>(), py::arg("tokens"),
+           py::arg("gaps"), py::arg("vocab"), py::arg("end_id"));
+
   py::class_<Model>(m, "Model")
       .def(py::init<py::dict, py::dict>())
       .def_readonly("vocab", &Model::vocab)
@@ -136,18 +142,20 @@ PYBIND11_MODULE(_fused, m) {
           [](const Model& model, const std::vector<std::vector<int>>& sources,
              const std::vector<int>& caps, const SearchConfig& cfg,
              const std::vector<std::shared_ptr<RewardTable>>& rewards,
-             const std::vector<std::vector<int>>& prefixes) {
+             const std::vector<std::vector<int>>& prefixes,
+             const std::vector<std::shared_ptr<Template>>& templates) {
             std::vector<std::vector<Closed>> closed;
             {
               py::gil_scoped_release release;
               Decoding decoding(model, model.encode(sources, cfg.threads), cfg.end_id, cfg.threads);
               closed = run_search(decoding, static_cast<int>(sources.size()), caps, cfg,
-                                  table_pointers(rewards), prefixes);
+                                  pointers(rewards), prefixes, pointers(templates));
             }
             return to_python(closed);
           },
           "Guided beam search over source id lists (each output starting with its forced prefix "
-          "ids); per sentence its closed hypotheses.")
+          "ids, then following its template where it has one); per sentence its closed "
+          "hypotheses.")
       .def(
           "score",
           [](const Model& model, const std::vector<int>& source, const std::vector<int>& target,
@@ -174,12 +182,14 @@ PYBIND11_MODULE(_fused, m) {
       "search_with_steps",
       [](py::function step, int batch, const std::vector<int>& caps, const SearchConfig& cfg,
          const std::vector<std::shared_ptr<RewardTable>>& rewards,
-         const std::vector<std::vector<int>>& prefixes) {
+         const std::vector<std::vector<int>>& prefixes,
+         const std::vector<std::shared_ptr<Template>>& templates) {
         PythonSteps provider(std::move(step), cfg.vocab);
         std::vector<std::vector<Closed>> closed;
         {
           py::gil_scoped_release release;
-          closed = run_search(provider, batch, caps, cfg, table_pointers(rewards), prefixes);
+          closed = run_search(provider, batch, caps, cfg, pointers(rewards), prefixes,
+                              pointers(templates));
         }
         return to_python(closed);
       },

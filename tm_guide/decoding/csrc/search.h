@@ -3,11 +3,13 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "kernels.h"
 #include "model.h"
 #include "rewards.h"
+#include "template.h"
 
 namespace tm_guide_fused {
 
@@ -87,8 +89,12 @@ struct Picks {
 inline std::vector<std::vector<Closed>> run_search(
     StepProvider& provider, int batch, const std::vector<int>& caps, const SearchConfig& cfg,
     const std::vector<const RewardTable*>& rewards,
-    const std::vector<std::vector<int>>& prefixes) {
+    const std::vector<std::vector<int>>& prefixes,
+    const std::vector<const Template*>& templates) {
   const int vocab = cfg.vocab, beam = cfg.beam, num_candidates = 2 * beam;
+  constexpr float dead = -std::numeric_limits<float>::infinity();
+  const bool use_templates =
+      std::any_of(templates.begin(), templates.end(), [](auto* t) { return t; });
   const bool use_reward =
       cfg.lam != 0.0 && std::any_of(rewards.begin(), rewards.end(), [](auto* t) { return t; });
   const bool track_used = use_reward && !cfg.reward_repeats;
@@ -107,6 +113,7 @@ inline std::vector<std::vector<Closed>> run_search(
                                               // repeats (a piece's count is its run's length)
   std::vector<std::vector<Closed>> closed(batch);
   std::vector<char> top_closed(batch, 0);
+  std::vector<Place> places(use_templates ? batch : 0);  // each row's template state
 
   // per row: (token, lambda * reward as float32) of this step
   std::vector<std::vector<std::pair<int, float>>> step_rewards;
@@ -119,6 +126,14 @@ inline std::vector<std::vector<Closed>> run_search(
     for (int r = 0; r < rows; ++r) row_sentences[r] = live[r / rows_per];
     float* log_probs = provider.step(step == 0 ? nullptr : parents.data(), row_sentences, last_ids,
                                      step < cfg.min_length);
+    if (use_templates) {
+      for (int r = 0; r < rows; ++r) {
+        const int sentence = row_sentences[r];
+        const Template* t = templates[sentence];
+        if (t && step >= static_cast<int>(prefixes[sentence].size()))
+          t->mask(places[r], log_probs + static_cast<size_t>(r) * vocab, vocab, cfg.end_id);
+      }
+    }
     step_rewards.assign(use_reward ? rows : 0, {});
     saved.clear();
     if (use_reward) {
@@ -210,7 +225,8 @@ inline std::vector<std::vector<Closed>> run_search(
       for (int k = 0; k < beam && k < count; ++k) {
         int pick = k;
         const int token = token_of(k);
-        if ((token == cfg.end_id && counted) || is_last_step) {
+        const bool closes = (token == cfg.end_id && counted) || is_last_step;
+        if (closes && picks.scores[k] != dead) {  // a dead row never closes
           if (k == 0) top_closed[sentence] = 1;
           const int origin = origin_of(k);
           Closed c;
@@ -256,6 +272,7 @@ inline std::vector<std::vector<Closed>> run_search(
     std::vector<float> new_logp(n_next);
     std::vector<double> new_reward(n_next);
     std::vector<std::vector<int>> new_sequences(n_next), new_used(track_used ? n_next : 0);
+    std::vector<Place> new_places(use_templates ? n_next : 0);
     for (size_t i = 0; i < n_next; ++i) {
       const int p = next_rows[i], t = next_ids[i];
       new_logp[i] = cum_logp[p] + (next_counted[i] ? log_probs[static_cast<size_t>(p) * vocab + t]
@@ -263,6 +280,10 @@ inline std::vector<std::vector<Closed>> run_search(
       new_reward[i] = cum_reward[p] + (next_counted[i] ? reward_of(p, t) : 0.0);
       new_sequences[i] = sequences[p];
       new_sequences[i].push_back(t);
+      if (use_templates) {
+        const Template* tpl = templates[still_live[i / beam]];
+        new_places[i] = tpl && next_counted[i] ? tpl->advance(places[p], t) : places[p];
+      }
       if (track_used) {
         new_used[i] = used[p];
         const RewardTable* table = rewards[still_live[i / beam]];
@@ -285,6 +306,7 @@ inline std::vector<std::vector<Closed>> run_search(
     cum_reward = std::move(new_reward);
     sequences = std::move(new_sequences);
     if (track_used) used = std::move(new_used);
+    if (use_templates) places = std::move(new_places);
     live = std::move(still_live);
     rows_per = beam;
   }

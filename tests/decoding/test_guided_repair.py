@@ -1,0 +1,114 @@
+"""A close match repaired end to end: a real store, the demo model, every step engine."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from tm_guide.config import BUNDLED_MODEL
+from tm_guide.decoding import compiled
+from tm_guide.decoding.guided import EngineOptions, GuidedTranslator, TranslateOptions
+from tm_guide.decoding.search import SearchOptions
+from tm_guide.model import Bundle
+from tm_guide.pieces import PieceOptions
+from tm_guide.pieces.align import AlignOptions, MemoryAligner
+from tm_guide.pieces.repair import RepairOptions
+from tm_guide.records import SegmentRecord
+from tm_guide.store import Store
+
+TM = [
+    (
+        "Copies the selected row to the clipboard.",
+        "Kopiert die ausgewählte Zeile in die Zwischenablage.",
+    ),
+    (
+        "Choose Format - Paragraph - Borders tab.",
+        "Wählen Sie Format – Absatz… – Register: Umrandung.",
+    ),
+    ("Deletes the selected row.", "Löscht die ausgewählte Zeile."),
+    ("Copies the selected text.", "Kopiert den ausgewählten Text."),
+    ("Choose Format - Paragraph.", "Wählen Sie Format – Absatz…"),
+    ("Inserts a new row.", "Fügt eine neue Zeile ein."),
+]
+
+
+@pytest.fixture(scope="module")
+def demo():
+    return Bundle.load(BUNDLED_MODEL, intra_threads=1)
+
+
+@pytest.fixture(scope="module")
+def store_and_memory(tmp_path_factory, demo):  # type: ignore[no-untyped-def]
+    root: Path = tmp_path_factory.mktemp("repair-tm")
+    store = Store.open(f"sqlite:///{root / 'tm.sqlite'}", root / "index")
+    memory = store.create_memory("help", "en", "de")
+    store.import_records(memory, [SegmentRecord(s, t) for s, t in TM])
+    MemoryAligner(store, demo, AlignOptions(cache_dir=root / "priors")).align_memory(
+        store.get_memory(memory.id)
+    )
+    yield store, store.get_memory(memory.id)
+    store.close()
+
+
+def _options(memory, engine: str, threshold: float | None) -> TranslateOptions:  # type: ignore[no-untyped-def]
+    return TranslateOptions(
+        search=SearchOptions(beam_size=5, lam=8.0, reward_repeats=False),
+        pieces=PieceOptions(m=5, clipped=True, repair=RepairOptions(threshold, 1, 1)),
+        engine=EngineOptions(engine=engine),
+        memory_ids=(memory.id,),
+        return_unguided=True,
+    )
+
+
+@pytest.mark.parametrize("engine", ["fused", "torch", "ct2", "rerank"])
+def test_a_close_match_is_repaired_and_keeps_its_own_characters(store_and_memory, demo, engine):  # type: ignore[no-untyped-def]
+    if engine == "torch":
+        pytest.importorskip("torch")
+    if engine == "fused" and not compiled.available():
+        pytest.skip("the fused engine was not built (no C++ compiler)")
+    store, memory = store_and_memory
+    translator = GuidedTranslator(demo, store)
+    sentences = [
+        "Copies the selected object to the clipboard.",
+        "Choose Format - Paragraph - Borders.",
+    ]
+    results = translator.translate(sentences, _options(memory, engine, 0.7))
+    segments = {s.source: s for s in store.iter_segments(memory)}
+    row, borders = results
+    assert row.guided and row.repaired_segment == segments[TM[0][0]].id
+    assert row.translation.startswith("Kopiert die ausgewählte ")
+    assert row.translation.endswith(" in die Zwischenablage.")
+    assert "Zeile" not in row.translation  # the word aligned to "row" was rewritten
+    # the kept tokens are written in the TM target's own characters: "…", which the model's
+    # normalizer turns into "..." (the unguided output cannot hold it)
+    assert borders.repaired_segment == segments[TM[1][0]].id
+    assert borders.translation.startswith("Wählen Sie Format – Absatz… –")
+    assert "…" not in (borders.unguided_translation or "")
+    for result in results:
+        assert result.offsets is not None and result.offsets[-1] == len(result.translation)
+        assert len(result.offsets) == len(result.tokens) + 1
+
+
+def test_without_a_threshold_or_below_it_nothing_is_repaired(store_and_memory, demo):  # type: ignore[no-untyped-def]
+    store, memory = store_and_memory
+    translator = GuidedTranslator(demo, store)
+    sentence = ["Copies the selected object to the clipboard."]
+    plain = translator.translate(sentence, _options(memory, "auto", None))
+    high = translator.translate(sentence, _options(memory, "auto", 0.95))
+    assert plain[0].repaired_segment is None and high[0].repaired_segment is None
+    assert plain[0].translation == high[0].translation
+    assert plain[0].offsets is None
+
+
+def test_pieces_collected_with_a_template_decode_to_it_under_any_lambda(store_and_memory, demo):  # type: ignore[no-untyped-def]
+    """The template comes with the pieces: at lambda 0 the model alone fills the gaps."""
+    store, memory = store_and_memory
+    translator = GuidedTranslator(demo, store)
+    options = _options(memory, "auto", 0.7)
+    [result] = translator.translate(
+        ["Deletes the selected object."], replace(options, search=replace(options.search, lam=0.0))
+    )
+    assert result.guided and result.repaired_segment is not None
+    assert result.translation.startswith("Löscht die ausgewählte")

@@ -1,0 +1,199 @@
+"""Target templates (a close match repaired): the automaton, and every search holding to it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tm_guide.config import BUNDLED_MODEL
+from tm_guide.decoding import compiled, fused_engine
+from tm_guide.decoding.ct2_engine import CT2StepDecoder
+from tm_guide.decoding.search import SearchOptions, _finalize, beam_search, python_beam_search
+from tm_guide.decoding.template import START, TargetTemplate
+from tm_guide.errors import InvalidInput
+from tm_guide.model import Bundle
+
+from .helpers import model_inputs, rewards_for, teacher_forced
+
+MAX_LENGTH = 24
+END = 2
+
+
+def test_a_template_allows_its_next_token_and_free_tokens_while_the_gap_lasts():
+    template = TargetTemplate((5, 6), (0, 2, 1))
+    row = np.zeros(10, dtype=np.float32)
+    template.mask(START, row, END)  # no gap before the first token: only it
+    assert np.isfinite(row).tolist() == [i == 5 for i in range(10)]
+    state = template.advance(START, 5)
+    assert state == (1, 0)
+    row = np.zeros(10, dtype=np.float32)
+    template.mask(state, row, END)  # a gap of 2: anything but </s>
+    assert np.isfinite(row).tolist() == [i != END for i in range(10)]
+    state = template.advance(template.advance(state, 7), 8)
+    assert state == (1, 2)
+    row = np.zeros(10, dtype=np.float32)
+    template.mask(state, row, END)  # the gap is used up: the template's token
+    assert np.isfinite(row).tolist() == [i == 6 for i in range(10)]
+    state = template.advance(state, 6)
+    row = np.arange(10, dtype=np.float32)
+    template.mask(state, row, END)  # done, a gap of 1 left: anything, </s> included
+    assert np.isfinite(row).all() and row[3] == 3
+    row = np.zeros(10, dtype=np.float32)
+    template.mask(template.advance(state, 9), row, END)  # nothing left but </s>
+    assert np.isfinite(row).tolist() == [i == END for i in range(10)]
+    assert template.follow([5, 7, 8, 6, 9]) == [0, None, None, 1, None]
+    assert template.longest == 5
+
+
+@pytest.mark.parametrize(
+    ("tokens", "gaps"),
+    [((), (0,)), ((5,), (0,)), ((5,), (0, -1)), ((END,), (0, 0)), ((99,), (0, 0))],
+    ids=["empty", "gaps-short", "negative-gap", "end-token", "outside-vocab"],
+)
+def test_malformed_templates_are_refused(tokens, gaps):
+    with pytest.raises(InvalidInput):
+        TargetTemplate(tokens, gaps).check(vocab_size=10, end_id=END)
+
+
+def test_a_template_of_a_token_outside_the_vocabulary_is_none():
+    index = {"▁a": 3, "b": 4}
+    assert TargetTemplate.from_tokens(["▁a", "b"], [0, 1, 0], index) == TargetTemplate(
+        (3, 4), (0, 1, 0)
+    )
+    assert TargetTemplate.from_tokens(["▁a", "zz"], [0, 0, 0], index) is None
+
+
+def _templates(bundle, inputs):  # type: ignore[no-untyped-def]
+    """Per sentence: the native output with its second token left free (a gap of 2 there),
+    none, and the native output kept whole with gaps of 1 everywhere."""
+    index = {t: i for i, t in enumerate(bundle.vocabularies.target)}
+    native = bundle.translator.translate_batch(inputs, beam_size=2, max_decoding_length=12)
+    out: list[TargetTemplate | None] = []
+    for i, result in enumerate(native):
+        ids = [index[t] for t in result.hypotheses[0]]
+        if i % 3 == 0 and len(ids) > 2:
+            kept = ids[:1] + ids[2:]
+            out.append(TargetTemplate(tuple(kept), (0, 2) + (0,) * (len(kept) - 1)))
+        elif i % 3 == 1 or not ids:
+            out.append(None)
+        else:
+            out.append(TargetTemplate(tuple(ids), (1,) * (len(ids) + 1)))
+    return out
+
+
+def _follows(template: TargetTemplate, output: tuple[int, ...]) -> bool:
+    """The output holds every template token in order, with no more free tokens per gap than
+    the gap allows."""
+    which = template.follow(output)
+    kept = [k for k in which if k is not None]
+    if kept != list(range(len(template.tokens))):
+        return False
+    free = [0] * len(template.gaps)
+    k = 0
+    for w in which:
+        if w is None:
+            free[k] += 1
+        else:
+            k = w + 1
+    return all(f <= g for f, g in zip(free, template.gaps, strict=True))
+
+
+@pytest.mark.parametrize("lam", [0.0, 2.0])
+def test_search_py_keeps_every_output_to_its_template(peaked_bundle, sentences, lam):
+    bundle = peaked_bundle
+    inputs = model_inputs(bundle, sentences)
+    templates = _templates(bundle, inputs)
+    rewards = rewards_for(bundle, [["▁x", "y"]] * len(inputs))
+    decoder = CT2StepDecoder(bundle.translator, bundle.vocabularies.target)
+    options = SearchOptions(beam_size=4, max_length=MAX_LENGTH, lam=lam, num_hypotheses=3)
+    found = python_beam_search(decoder, inputs, options, rewards, templates=templates)
+    for template, hypotheses in zip(templates, found, strict=True):
+        assert hypotheses
+        if template is not None:
+            assert all(_follows(template, h.token_ids) for h in hypotheses)
+            assert all(np.isfinite(h.score) for h in hypotheses)
+
+
+@pytest.mark.parametrize("lam", [0.0, 2.0])
+def test_compiled_search_follows_templates_as_search_py_does(peaked_bundle, sentences, lam):
+    """A batch with and without templates, a forced prefix on some, pieces rewarded: the
+    compiled search keeps, closes and ranks the same hypotheses, bit for bit."""
+    bundle = peaked_bundle
+    inputs = model_inputs(bundle, sentences)
+    templates = _templates(bundle, inputs)
+    rewards = rewards_for(bundle, [["▁x", "y"]] * len(inputs))
+    prefixes = [[9] if i % 2 else [] for i in range(len(inputs))]
+    decoder = CT2StepDecoder(bundle.translator, bundle.vocabularies.target)
+    options = SearchOptions(beam_size=4, max_length=MAX_LENGTH, lam=lam, num_hypotheses=2)
+    caps = [MAX_LENGTH] * len(inputs)
+    expected = python_beam_search(decoder, inputs, options, rewards, caps, prefixes, templates)
+    closed = compiled.compiled_search(decoder, inputs, options, rewards, caps, prefixes, templates)
+    assert [_finalize(sentence, options) for sentence in closed] == expected
+    for template, prefix, best in zip(templates, prefixes, expected, strict=True):
+        if template is not None:
+            assert _follows(template, best[0].token_ids[len(prefix) :])
+
+
+@pytest.mark.skipif(not compiled.available(), reason="the fused engine was not built")
+def test_the_fused_engine_decodes_a_closed_template_to_the_template(sentences):
+    """A template without gaps leaves one output: the fused engine returns it, scored as the
+    model scores it, and a sentence decodes the same alone and beside others."""
+    bundle = Bundle.load(BUNDLED_MODEL, intra_threads=1)
+    decoder = fused_engine.FusedDecoder(bundle.path)
+    inputs = model_inputs(bundle, sentences)
+    index = {t: i for i, t in enumerate(bundle.vocabularies.target)}
+    target = [index[t] for t in bundle.encode_target("Speichern Sie das Dokument.")]
+    closed = TargetTemplate(tuple(target), (0,) * (len(target) + 1))
+    open_end = TargetTemplate(tuple(target[:2]), (0, 0, 6))
+    templates = [closed, None, open_end] + [None] * (len(inputs) - 3)
+    options = SearchOptions(beam_size=5, max_length=40, lam=0.0)
+    found = beam_search(decoder, inputs, options, templates=templates)
+    assert list(found[0][0].token_ids) == target
+    teacher = decoder.score(inputs[0], target)
+    assert found[0][0].log_prob == pytest.approx(float(teacher.sum()), abs=1e-3)
+    assert _follows(open_end, found[2][0].token_ids)
+    native = bundle.translator.translate_batch(inputs[1:2], beam_size=5, max_decoding_length=40)
+    assert [bundle.vocabularies.target[i] for i in found[1][0].token_ids] == native[0].hypotheses[0]
+    alone = beam_search(decoder, inputs[2:3], options, templates=[open_end])
+    assert alone[0] == found[2]
+
+
+def test_a_template_shorter_than_min_length_is_refused(peaked_bundle, sentences):
+    bundle = peaked_bundle
+    inputs = model_inputs(bundle, sentences[:1])
+    decoder = CT2StepDecoder(bundle.translator, bundle.vocabularies.target)
+    with pytest.raises(InvalidInput, match="min_length"):
+        python_beam_search(
+            decoder,
+            inputs,
+            SearchOptions(beam_size=2, max_length=10, min_length=3),
+            templates=[TargetTemplate((9,), (0, 4))],
+        )
+
+
+@pytest.mark.parametrize("search", ["python", "compiled"])
+def test_a_template_without_gaps_is_the_output_and_dead_rows_never_close(
+    peaked_bundle, sentences, search
+):
+    """With no gap, one output is allowed and the beam's other rows are dead (-inf): they
+    never close, so the search ends with the template, scored as the model scores it (with
+    min_length 0: else the first step's softmax is taken without </s>)."""
+    bundle = peaked_bundle
+    inputs = model_inputs(bundle, sentences[:2])
+    index = {t: i for i, t in enumerate(bundle.vocabularies.target)}
+    target = [index[t] for t in bundle.encode_target("Öffnen Sie das Menü Tabelle.")]
+    template = TargetTemplate(tuple(target), (0,) * (len(target) + 1))
+    decoder = CT2StepDecoder(bundle.translator, bundle.vocabularies.target)
+    options = SearchOptions(
+        beam_size=4, max_length=MAX_LENGTH, lam=0.0, min_length=0, num_hypotheses=4
+    )
+    if search == "python":
+        found = python_beam_search(decoder, inputs, options, templates=[template, None])
+    else:
+        closed = compiled.compiled_search(
+            decoder, inputs, options, [None, None], [MAX_LENGTH] * 2, [[], []], [template, None]
+        )
+        found = [_finalize(sentence, options) for sentence in closed]
+    assert [list(h.token_ids) for h in found[0]] == [target]  # the one output, no dead row
+    expected = teacher_forced(decoder, inputs[0], target)
+    assert found[0][0].log_prob == pytest.approx(float(expected.sum()), abs=1e-3)

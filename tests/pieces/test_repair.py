@@ -1,0 +1,114 @@
+"""The template of a close match: what it keeps of the target and where the model may write."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tm_guide.errors import InvalidInput
+from tm_guide.pieces.collect import AlignedPair, collect_ngrams, compare
+from tm_guide.pieces.repair import RepairOptions, match_template, word_starts
+
+from .test_algorithm1 import WORDS, aligned_pairs
+
+PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+OPTIONS = RepairOptions(threshold=0.5, gap_scale=1, gap_margin=1)
+
+
+def _pair(source: str, target: str, links: list[tuple[int, int]]) -> AlignedPair:
+    return AlignedPair.build(3, source.split(), target.split(), links)
+
+
+def test_a_replaced_word_leaves_a_gap_where_its_target_was():
+    # "Copies the selected row" -> "Copies the selected object": "Zeile" goes, one token is owed
+    pair = _pair(
+        "▁Copies ▁the ▁selected ▁row .",
+        "▁Kopiert ▁die ▁ausgewählte ▁Zeile .",
+        [(0, 0), (1, 1), (2, 2), (3, 3), (4, 4)],
+    )
+    comparison = compare(["▁Copies", "▁the", "▁selected", "▁object", "."], pair.source)
+    template = match_template(pair, comparison, OPTIONS)
+    assert template is not None
+    assert template.tokens == ("▁Kopiert", "▁die", "▁ausgewählte", ".")
+    assert template.gaps == (0, 0, 0, 2, 0)  # 1 per replaced token + 1
+    assert template.positions == (0, 1, 2, 4)
+    assert template.segment_id == 3 and template.similarity == comparison.similarity
+
+
+def test_a_word_the_input_lacks_is_dropped_and_its_seam_may_be_mended():
+    pair = _pair(
+        "▁Choose ▁Format ▁- ▁Borders ▁tab .",
+        "▁Wählen ▁Sie ▁Format ▁– ▁Register : ▁Umrandung .",
+        [(0, 0), (0, 1), (1, 2), (2, 3), (4, 4), (3, 6), (5, 7)],
+    )
+    comparison = compare(["▁Choose", "▁Format", "▁-", "▁Borders", "."], pair.source)
+    template = match_template(pair, comparison, OPTIONS)
+    assert template is not None
+    # "Register" goes with "tab"; the unaligned ":" is punctuation, a word of its own, and stays
+    assert template.tokens == ("▁Wählen", "▁Sie", "▁Format", "▁–", ":", "▁Umrandung", ".")
+    assert template.gaps == (0, 0, 0, 0, 1, 0, 0, 0)  # no token owed: the margin only
+
+
+def test_input_tokens_the_match_lacks_are_written_after_the_word_before_them():
+    # "Add" -> "Add characters": the new token goes after the target of "Add", whole words kept
+    pair = _pair("▁Add ▁the ▁file", "▁Hinzu fügen ▁der ▁Datei", [(0, 0), (1, 2), (2, 3)])
+    comparison = compare(["▁Add", "▁new", "▁the", "▁file"], pair.source)
+    assert comparison.inserted == (0, 1, 0, 0)
+    template = match_template(pair, comparison, OPTIONS)
+    assert template is not None
+    assert template.tokens == pair.target
+    assert template.gaps == (0, 0, 2, 0, 0)  # after "fügen", not inside "Hinzufügen"
+
+
+def test_a_whole_word_goes_when_one_of_its_pieces_is_edited():
+    pair = _pair("▁a ▁b", "▁x y z ▁w", [(0, 0), (1, 1), (1, 3)])
+    comparison = compare(["▁a", "▁c"], pair.source)
+    template = match_template(pair, comparison, OPTIONS)
+    assert template is None  # "▁x y z" goes with "y", "▁w" with "▁b": nothing is kept
+    comparison = compare(["▁q", "▁b"], pair.source)
+    template = match_template(pair, comparison, OPTIONS)
+    assert template is not None and template.tokens == ("▁w",)
+
+
+def test_word_starts_split_at_spaces_and_punctuation():
+    tokens = ("▁=", "WERT", "(", "A", "1", ")", "▁Zeile", "n")
+    assert word_starts(tokens) == [True, True, True, True, False, True, True, False]
+    assert word_starts(("Kopiert", "die")) == [True, True]  # whole-word tokens
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(aligned_pairs(), st.lists(WORDS, min_size=1, max_size=12))
+def test_a_template_keeps_only_what_algorithm_1_would_collect(pair, query):
+    """Every kept token sits in a run of Algorithm 1 (no aligned edited source token), in the
+    target's order; the gaps are where the model may write, and there are len + 1 of them."""
+    comparison = compare(query, pair.source)
+    template = match_template(pair, comparison, OPTIONS)
+    ngrams = set(collect_ngrams(pair.target, pair.target_links, comparison.unedited, 1))
+    if template is None:
+        return
+    assert list(template.positions) == sorted(template.positions)
+    assert all((pair.target[p],) in ngrams for p in template.positions)
+    assert template.tokens == tuple(pair.target[p] for p in template.positions)
+    assert len(template.gaps) == len(template.tokens) + 1 and min(template.gaps) >= 0
+
+
+@PROPERTY
+@given(aligned_pairs())
+def test_the_match_itself_is_kept_whole_without_gaps(pair):
+    template = match_template(pair, compare(list(pair.source), pair.source), OPTIONS)
+    assert template is not None
+    assert template.tokens == pair.target and set(template.gaps) == {0}
+
+
+@pytest.mark.parametrize(
+    "kwargs", [{"threshold": 0.0}, {"threshold": 1.5}, {"gap_scale": -1}, {"gap_margin": -2}]
+)
+def test_bad_repair_options_are_refused(kwargs):
+    with pytest.raises(InvalidInput):
+        RepairOptions(**kwargs)
+
+
+def test_repair_applies_from_its_threshold_and_never_without_one():
+    assert RepairOptions(0.7).applies(0.7) and not RepairOptions(0.7).applies(0.69)
+    assert not RepairOptions().applies(1.0)

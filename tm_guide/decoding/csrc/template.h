@@ -1,0 +1,55 @@
+// Target templates (tm_guide.decoding.template.TargetTemplate): the state automaton that keeps
+// a repaired TM target's tokens in order and bounds the free tokens in each gap.
+#pragma once
+
+#include <limits>
+#include <stdexcept>
+#include <vector>
+
+namespace tm_guide_fused {
+
+struct Place {
+  int k = 0;  // template tokens produced
+  int g = 0;  // free tokens in the current gap
+};
+
+class Template {
+ public:
+  Template(std::vector<int> tokens, std::vector<int> gaps, int vocab, int end_id)
+      : tokens_(std::move(tokens)), gaps_(std::move(gaps)) {
+    if (tokens_.empty()) throw std::invalid_argument("a template needs at least one token");
+    if (gaps_.size() != tokens_.size() + 1)
+      throw std::invalid_argument("a template needs one gap per token and one after them");
+    for (int t : tokens_)
+      if (t < 0 || t >= vocab || t == end_id)
+        throw std::invalid_argument("a template token is outside the vocabulary or is </s>");
+    for (int g : gaps_)
+      if (g < 0) throw std::invalid_argument("a template's gaps must be >= 0");
+  }
+
+  // Sets what `place` forbids to -inf in one row of log-probabilities.
+  void mask(const Place& place, float* row, int vocab, int end_id) const {
+    const int size = static_cast<int>(tokens_.size());
+    constexpr float dead = -std::numeric_limits<float>::infinity();
+    if (place.g < gaps_[place.k]) {
+      if (place.k < size) row[end_id] = dead;
+      return;
+    }
+    const int allowed = place.k < size ? tokens_[place.k] : end_id;
+    const float kept = row[allowed];
+    for (int i = 0; i < vocab; ++i) row[i] = dead;
+    row[allowed] = kept;
+  }
+
+  Place advance(const Place& place, int token) const {
+    if (place.k < static_cast<int>(tokens_.size()) && token == tokens_[place.k])
+      return Place{place.k + 1, 0};
+    return Place{place.k, place.g + 1};
+  }
+
+ private:
+  std::vector<int> tokens_;
+  std::vector<int> gaps_;
+};
+
+}  // namespace tm_guide_fused

@@ -1,0 +1,99 @@
+"""A target template: the output a close TM match allows, as a constraint on the beam search.
+
+Repairing a close match means keeping what its target says about the unchanged part of the
+source and letting the model write only what changed. The template holds the kept target tokens
+in order and, before each of them and after the last, how many free tokens the model may put
+there (its gaps). A hypothesis is in state (k, g): k template tokens produced, g free tokens in the
+current gap. On the next token u:
+
+* u = tokens[k] (k < K) is always allowed and moves to (k + 1, 0);
+* any other token except </s> is allowed while g < gaps[k] and moves to (k, g + 1);
+* </s> is allowed only once every template token is produced (k = K).
+
+A forbidden token gets the log-probability -inf before the candidates are ranked, and a candidate
+with the total -inf never closes a hypothesis (it only fills the beam, as a dead row). The model's
+own log-probabilities are what the search scores, so the gap a hypothesis fills is judged by how
+well the kept tokens after it follow. The automaton is one rule, here and in the compiled search
+(csrc/search.h), and the tests hold the two to each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from tm_guide.errors import InvalidInput
+
+State = tuple[int, int]
+START: State = (0, 0)
+
+
+@dataclass(frozen=True)
+class TargetTemplate:
+    """Kept target token ids and the free tokens allowed before each one (gaps[K]: after the
+    last)."""
+
+    tokens: tuple[int, ...]
+    gaps: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        if not self.tokens:
+            raise InvalidInput("a target template needs at least one token", field="template")
+        if len(self.gaps) != len(self.tokens) + 1:
+            raise InvalidInput("a target template needs one gap per token and one after them")
+        if any(g < 0 for g in self.gaps):
+            raise InvalidInput("a template's gaps must be >= 0", field="template")
+
+    @classmethod
+    def from_tokens(
+        cls, tokens: Sequence[str], gaps: Sequence[int], token_to_id: Mapping[str, int]
+    ) -> TargetTemplate | None:
+        """The template over vocabulary ids; None when a kept token is outside the vocabulary
+        (the model could never produce it)."""
+        ids = tuple(token_to_id.get(token, -1) for token in tokens)
+        if not ids or -1 in ids:
+            return None
+        return cls(ids, tuple(int(g) for g in gaps))
+
+    @property
+    def longest(self) -> int:
+        """The longest output the template allows, </s> not counted."""
+        return len(self.tokens) + sum(self.gaps)
+
+    def check(self, vocab_size: int, end_id: int) -> None:
+        if any(not 0 <= t < vocab_size or t == end_id for t in self.tokens):
+            raise InvalidInput(
+                "a template token is outside the vocabulary or is </s>", field="template"
+            )
+
+    def mask(self, state: State, log_probs: np.ndarray, end_id: int) -> None:
+        """Set the log-probabilities of the tokens `state` forbids to -inf (one row, in place)."""
+        k, g = state
+        if g < self.gaps[k]:
+            if k < len(self.tokens):
+                log_probs[end_id] = -np.inf
+            return
+        allowed = self.tokens[k] if k < len(self.tokens) else end_id
+        kept = log_probs[allowed]
+        log_probs[:] = -np.inf
+        log_probs[allowed] = kept
+
+    def advance(self, state: State, token: int) -> State:
+        """The state after producing `token` (an allowed one, not </s>)."""
+        k, g = state
+        if k < len(self.tokens) and token == self.tokens[k]:
+            return (k + 1, 0)
+        return (k, g + 1)
+
+    def follow(self, output: Sequence[int]) -> list[int | None]:
+        """For each token of an output decoded under the template, the index of the template
+        token it is (None for a free token)."""
+        state = START
+        which: list[int | None] = []
+        for token in output:
+            k = state[0]
+            state = self.advance(state, token)
+            which.append(k if state[0] > k else None)
+        return which

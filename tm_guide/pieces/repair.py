@@ -1,0 +1,158 @@
+"""The template of a close match's target: what to keep, and where the model may write.
+
+A translator given a 90% match edits the words that translate what changed and keeps the rest.
+This does the same with the word alignment that Algorithm 1 uses: a target token aligned to an
+edited source token of the match is dropped, with the rest of its word; every other target token
+is kept, in order. The model may write free tokens where dropped tokens were, and where the
+input has tokens the match lacks (placed after the target of the match token before them, or
+before the target of the one after them): `gap_scale` per dropped or missing token plus
+`gap_margin`. The search then decodes under the template (tm_guide.decoding.template), so the
+output is the match's target with only those places rewritten by the model.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+from tm_guide.errors import InvalidInput
+from tm_guide.pieces.collect import AlignedPair, EditComparison
+from tm_guide.pieces.tokenizer import SENTENCEPIECE_SPACE
+
+
+@dataclass(frozen=True)
+class RepairOptions:
+    """threshold: repair the best match when its eq. 9 similarity reaches this (None: never);
+    gap_scale, gap_margin: free tokens allowed per place to rewrite, per dropped target token
+    or missing source token, and on top."""
+
+    threshold: float | None = None
+    gap_scale: int = 2
+    gap_margin: int = 2
+
+    def __post_init__(self) -> None:
+        if self.threshold is not None and not 0.0 < self.threshold <= 1.0:
+            raise InvalidInput(
+                f"the repair threshold must be in (0, 1], not {self.threshold}",
+                field="repair_threshold",
+            )
+        if self.gap_scale < 0 or self.gap_margin < 0:
+            raise InvalidInput("gap_scale and gap_margin must be >= 0", field="repair")
+
+    def applies(self, similarity: float) -> bool:
+        return self.threshold is not None and similarity >= self.threshold
+
+
+@dataclass(frozen=True)
+class MatchTemplate:
+    """The kept target tokens of one TM pair, with the free tokens allowed before each of them
+    (gaps[len(tokens)]: after the last), where each stands in the pair's target tokens, and the
+    pair it came from."""
+
+    tokens: tuple[str, ...]
+    gaps: tuple[int, ...]
+    positions: tuple[int, ...]
+    segment_id: int
+    similarity: float
+
+
+def word_starts(tokens: tuple[str, ...]) -> list[bool]:
+    """Which tokens begin a word: SentencePiece pieces that carry the space mark, the first,
+    punctuation and the piece after it ("=WERT(A1)" is five words, so one changed argument
+    does not drop the rest); every token when none carries the mark (whole-word tokens)."""
+    if not any(SENTENCEPIECE_SPACE in token for token in tokens):
+        return [True] * len(tokens)
+    marks = [_is_mark(token) for token in tokens]
+    return [
+        i == 0 or token.startswith(SENTENCEPIECE_SPACE) or marks[i] or marks[i - 1]
+        for i, token in enumerate(tokens)
+    ]
+
+
+def _is_mark(token: str) -> bool:
+    """A piece of punctuation or symbols only (no letter or digit)."""
+    text = token.lstrip(SENTENCEPIECE_SPACE)
+    return bool(text) and not any(c.isalnum() for c in text)
+
+
+def match_template(
+    pair: AlignedPair, comparison: EditComparison, options: RepairOptions
+) -> MatchTemplate | None:
+    """The template of `pair` for the input it was compared with; None when nothing of its
+    target is kept."""
+    target = pair.target
+    edited = ((1 << len(pair.source)) - 1) & ~comparison.unedited
+    starts = word_starts(target)
+    words = list(itertools.accumulate(int(s) for s in starts))  # each token's word (1-based)
+    ends = [i for i in range(1, len(target) + 1) if i == len(target) or starts[i]]
+    dropped_words = {w for w, links in zip(words, pair.target_links, strict=True) if links & edited}
+    kept = [i for i, w in enumerate(words) if w not in dropped_words]
+    if not kept:
+        return None
+    aligned = _aligned_targets(pair)
+    # demand[i]: tokens the model is to write at boundary i of the target (before target[i]):
+    # one per source token of the match that the input replaces, where its target was, and
+    # one per input token the match lacks; a target word of a source token that the input
+    # lacks is dropped and nothing is written in its place
+    demand = [0] * (len(target) + 1)
+    dropped = [0] * (len(target) + 1)
+    for i, w in enumerate(words):
+        if w in dropped_words:
+            dropped[i] = 1
+    for s in range(len(pair.source)):
+        if comparison.replaced >> s & 1:
+            at = aligned.get(s)
+            demand[min(at) if at else _boundary(pair, aligned, s, ends)] += 1
+    for position, count in enumerate(comparison.inserted):
+        if count:
+            demand[_boundary(pair, aligned, position, ends)] += count
+    # in kept coordinates: boundary b is before the b-th kept token; where words were dropped
+    # and nothing is to be written, the margin still lets the model mend the seam
+    gaps = [0] * (len(kept) + 1)
+    seams = [0] * (len(kept) + 1)
+    b = 0
+    for i, need in enumerate(demand):
+        while b < len(kept) and kept[b] < i:
+            b += 1
+        gaps[b] += need
+        seams[b] += dropped[i]
+    return MatchTemplate(
+        tokens=tuple(target[i] for i in kept),
+        gaps=tuple(
+            options.gap_scale * need + options.gap_margin if need or seam else 0
+            for need, seam in zip(gaps, seams, strict=True)
+        ),
+        positions=tuple(kept),
+        segment_id=pair.segment_id,
+        similarity=comparison.similarity,
+    )
+
+
+def _aligned_targets(pair: AlignedPair) -> dict[int, list[int]]:
+    """The target positions aligned to each aligned source position."""
+    aligned: dict[int, list[int]] = {}
+    for t, links in enumerate(pair.target_links):
+        s = 0
+        while links:
+            if links & 1:
+                aligned.setdefault(s, []).append(t)
+            links >>= 1
+            s += 1
+    return aligned
+
+
+def _boundary(
+    pair: AlignedPair, aligned: dict[int, list[int]], position: int, ends: list[int]
+) -> int:
+    """Where in the match's target the translation of input tokens missing before source
+    position `position` goes: after the word holding the target of the nearest aligned source
+    token before it, else before that of the nearest one after it, else at the end."""
+    for s in range(position - 1, -1, -1):
+        if s in aligned:
+            last = max(aligned[s])
+            return next(end for end in ends if end > last)
+    for s in range(position, len(pair.source)):
+        if s in aligned:
+            first = min(aligned[s])
+            return max((end for end in [0, *ends] if end <= first), default=0)
+    return len(pair.target)
