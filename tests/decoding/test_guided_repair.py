@@ -102,13 +102,20 @@ def test_without_a_threshold_or_below_it_nothing_is_repaired(store_and_memory, d
     assert plain[0].offsets is None
 
 
-def test_pieces_collected_with_a_template_decode_to_it_under_any_lambda(store_and_memory, demo):  # type: ignore[no-untyped-def]
-    """The template comes with the pieces: at lambda 0 the model alone fills the gaps."""
+def test_lambda_zero_is_native_search_even_with_a_template(store_and_memory, demo):  # type: ignore[no-untyped-def]
+    """Guidance off is the model alone: the template that came with the pieces is not used."""
     store, memory = store_and_memory
     translator = GuidedTranslator(demo, store)
     options = _options(memory, "auto", 0.7)
+    sentence = "Deletes the selected object."
     [result] = translator.translate(
-        ["Deletes the selected object."], replace(options, search=replace(options.search, lam=0.0))
+        [sentence], replace(options, search=replace(options.search, lam=0.0))
     )
-    assert result.guided and result.repaired_segment is not None
-    assert result.translation.startswith("Löscht die ausgewählte")
+    assert not result.guided and result.repaired_segment is None
+    native = demo.translator.translate_batch(
+        [demo.source_input(demo.encode_source(sentence))], beam_size=5
+    )
+    assert result.translation == demo.decode_target(native[0].hypotheses[0])
+    [repaired] = translator.translate([sentence], options)
+    assert repaired.repaired_segment is not None
+    assert repaired.translation.startswith("Löscht die ausgewählte")

@@ -8,6 +8,7 @@ import pytest
 
 from tm_guide.errors import InvalidInput
 from tm_guide.evaluation.options import EvalOptions
+from tm_guide.pieces.repair import RepairOptions
 
 
 def options(**changes: object) -> EvalOptions:
@@ -58,6 +59,7 @@ def test_what_the_options_leave_open_comes_from_the_model_card() -> None:
         guided_reward_repeats=False,
         guided_clipped=True,
         guided_weighting="power:2",
+        guided_repair="0.7:1:1",
     )
     served = options().for_model(card)
     assert (served.lambdas, served.reward_repeats, served.clipped, served.weighting) == (
@@ -67,13 +69,21 @@ def test_what_the_options_leave_open_comes_from_the_model_card() -> None:
         "power:2",
     )
     assert "clipped" in served.reward_rule() and "power:2" in served.reward_rule()
+    assert "repaired from similarity 0.7" in served.reward_rule()
     runner = Runner(served, translator=None, memory_id=1)
     assert runner.base.pieces.clipped and runner.base.pieces.weighting.power == 2
+    assert runner.base.pieces.repair == RepairOptions(0.7, 1, 1)
+    assert options(repair="off").for_model(card).repair == "off"
     asked = options(lambdas=(1.0, 2.0), reward_repeats=True).for_model(card)
     assert asked.lambdas == (1.0, 2.0) and asked.reward_repeats is True
     assert "eq. 10" in asked.reward_rule()
     untuned = ModelCard(name="m", source_lang="en", target_lang="de")
     assert options().for_model(untuned).lambdas == (0.5, 1.0, 1.5, 2.0)
+
+
+def test_a_bad_repair_is_refused() -> None:
+    with pytest.raises(InvalidInput, match="repair '0.7:x' is not"):
+        options(repair="0.7:x")
 
 
 def test_a_bad_weighting_is_refused() -> None:

@@ -77,6 +77,13 @@ def test_piece_reward_rule_comes_from_the_request_else_the_model_card() -> None:
     assert served.pieces.clipped and served.pieces.weighting.power == 2.0
     mine = translate_options(MTOptions(clipped=False, weighting="linear"), 10, [1], compute, tuned)
     assert not mine.pieces.clipped and mine.pieces.weighting.rule == "linear"
+    assert served.pieces.repair.threshold is None  # no repair unless the card or request says
+    repairing = dataclasses.replace(tuned, guided_repair="0.7:1:1")
+    assert translate_options(MTOptions(), 10, [1], compute, repairing).pieces.repair.spec == (
+        "0.7:1:1"
+    )
+    off = translate_options(MTOptions(repair="off"), 10, [1], compute, repairing)
+    assert off.pieces.repair.threshold is None
 
 
 @pytest.mark.parametrize(

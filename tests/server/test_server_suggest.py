@@ -178,3 +178,34 @@ def test_a_verbatim_match_gives_the_tm_target_with_the_guided_translation_beside
     assert penalised["text"] == penalised["mt_text"] == plain["mt_text"]
     off = ask(["verbatim"], exact_match_target=False)
     assert off["origin"] == "mt" and off["text"] == plain["mt_text"]
+
+
+def test_a_close_match_is_repaired_on_request_and_named_in_the_answer(server) -> None:
+    """options.repair: from that similarity the best match's target is repaired rather than
+    guided, and the translation names the segment; "off" leaves the guided translation; a
+    threshold outside (0, 1] is refused naming the option."""
+    client = server.client
+    create_memory(client, "close")
+    added = add_segment(client, "close", TM_SOURCE, TM_TARGET)
+
+    def ask(**options):
+        return client.post(
+            "/v1/suggest",
+            {"source": QUERY, "memories": ["close"], "options": {"lambda": 5.0, **options}},
+        )
+
+    repaired = ask(repair="0.5:1:1")
+    assert repaired.status == 200, repaired.body
+    translation = repaired.json["results"][0]["translation"]
+    named = translation["repaired"]
+    assert named["segment_id"] == added["segment"]["id"] and named["memory"] == "close"
+    assert 0.5 <= named["similarity"] < 1.0
+    for piece in translation["pieces_used"]:  # spans follow the text as written
+        start, end = piece["span"]
+        assert translation["mt_text"][start:end].strip()
+    guided = ask(repair="off").json["results"][0]["translation"]
+    assert guided["repaired"] is None
+    for bad in ("0", "1.5", "0.7:1", "sometimes"):
+        refused = ask(repair=bad)
+        assert refused.status == 400, (bad, refused.body)
+        assert refused.json["field"] == "options.repair", refused.body

@@ -81,6 +81,11 @@ def register(subparsers: Any) -> None:
         help="piece weight from the match similarity s: linear (s), power:P or step:T:H "
         "(default: the model card's guided_weighting, else linear)",
     )
+    parser.add_argument(
+        "--repair",
+        help="repair the best match's target from this similarity: off, T or T:SCALE:MARGIN "
+        "(default: the model card's guided_repair, else off)",
+    )
     parser.add_argument("--m", type=int, default=10, help="retrieval size of the main run")
     parser.add_argument(
         "--m-values",
@@ -137,6 +142,7 @@ def handle(args: argparse.Namespace) -> int:
         reward_repeats=None if args.reward_rule is None else args.reward_rule == "eq10",
         clipped=None if args.reward_rule is None else args.reward_rule == "clipped",
         weighting=args.weighting,
+        repair=args.repair,
         m=args.m,
         m_values=args.m_values,
         engines=tuple(e.strip() for e in args.engines.split(",") if e.strip()),

@@ -271,8 +271,8 @@ class GuidedTranslator:
             all_pieces.append(found)
             retrieval = found.timings.get("retrieval", 0.0) if found is not None else 0.0
             timings.append({"retrieval": retrieval, "pieces": max(spent - retrieval, 0.0)})
-            template = None
-            if found is not None and found.template is not None:
+            template = None  # lambda 0 is the model alone: native search, no repair either
+            if found is not None and found.template is not None and options.search.lam > 0:
                 template = TargetTemplate.from_tokens(
                     found.template.tokens, found.template.gaps, self.token_to_id
                 )

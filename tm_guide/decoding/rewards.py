@@ -216,13 +216,15 @@ class PieceReward:
 
 @dataclass(frozen=True)
 class RewardRule:
-    """How often a piece counts (`SearchOptions.reward_repeats`, `PieceOptions.clipped`) and how
-    it is weighed (a PieceWeighting spec): what a model card records with its tuned lambda, and
-    what a request or an evaluation may choose instead."""
+    """How often a piece counts (`SearchOptions.reward_repeats`, `PieceOptions.clipped`), how
+    it is weighed (a PieceWeighting spec) and from which similarity the best match is repaired
+    instead (a RepairOptions spec): what a model card records with its tuned lambda, and what a
+    request or an evaluation may choose instead."""
 
     repeats: bool = True
     clipped: bool = False
     weighting: str = "linear"
+    repair: str = "off"
 
     @classmethod
     def resolve(
@@ -231,8 +233,10 @@ class RewardRule:
         repeats: bool | None = None,
         clipped: bool | None = None,
         weighting: str | None = None,
+        repair: str | None = None,
     ) -> RewardRule:
-        """Each part as asked, else as the card records it, else eq. 10 with linear weights."""
+        """Each part as asked, else as the card records it, else eq. 10 with linear weights
+        and no repair."""
         default = cls()
 
         def pick(asked: Any, field: str, fallback: Any) -> Any:
@@ -243,6 +247,7 @@ class RewardRule:
             repeats=bool(pick(repeats, "guided_reward_repeats", default.repeats)),
             clipped=bool(pick(clipped, "guided_clipped", default.clipped)),
             weighting=str(pick(weighting, "guided_weighting", default.weighting)),
+            repair=str(pick(repair, "guided_repair", default.repair)),
         )
 
     def describe(self) -> str:
@@ -255,4 +260,12 @@ class RewardRule:
             rule = "pieces of two or more tokens rewarded once per hypothesis"
         if self.weighting != "linear":
             rule += f", piece weights {self.weighting} of the match similarity"
+        if self.repair != "off":
+            from tm_guide.pieces.repair import RepairOptions
+
+            repair = RepairOptions.parse(self.repair)
+            rule += (
+                f"; the best match repaired from similarity {repair.threshold:g} (gaps "
+                f"{repair.gap_scale} per token + {repair.gap_margin})"
+            )
         return rule

@@ -409,9 +409,7 @@ def _search(
                 template.advance(places[p], t)
                 if (template := templates[sentence]) is not None and c
                 else places[p]
-                for p, t, c, sentence in zip(
-                    next_rows, next_ids, next_counted, row_of, strict=True
-                )
+                for p, t, c, sentence in zip(next_rows, next_ids, next_counted, row_of, strict=True)
             ]
         if track_used and rewards is not None:
             used = [

@@ -28,8 +28,9 @@ class EvalOptions:
     clipped     with repeats off, each piece limited to its count in its TM target
                 (PieceOptions.clipped)
     weighting   how a piece's weight follows its match's similarity (a PieceWeighting spec)
-                reward_repeats, clipped and weighting: None takes the model card's, as the server
-                does (`for_model`)
+    repair      from which similarity the best match's target is repaired (a RepairOptions spec)
+                reward_repeats, clipped, weighting and repair: None takes the model card's, as
+                the server does (`for_model`)
     m           retrieval size of the main run (paper section 4.5: 10 is a good setting)
     m_values    retrieval sizes of the Figure 4-6 sweep
     engines     decoding engines to time for Table 8; the first one produces the quality numbers
@@ -51,6 +52,7 @@ class EvalOptions:
     reward_repeats: bool | None = None
     clipped: bool | None = None
     weighting: str | None = None
+    repair: str | None = None
     m: int = 10
     m_values: tuple[int, ...] = PAPER_M_VALUES
     engines: tuple[str, ...] = ("torch",)
@@ -85,6 +87,10 @@ class EvalOptions:
             from tm_guide.pieces.weighting import PieceWeighting
 
             PieceWeighting.parse(self.weighting)
+        if self.repair is not None:
+            from tm_guide.pieces.repair import RepairOptions
+
+            RepairOptions.parse(self.repair)
 
     def for_model(self, card: Any) -> EvalOptions:
         """These options with what they leave open taken from the model card, as the server
@@ -94,13 +100,16 @@ class EvalOptions:
             lambdas = (card.guided_lambda,) if card.guided_lambda is not None else PAPER_LAMBDAS
         from tm_guide.decoding.rewards import RewardRule
 
-        rule = RewardRule.resolve(card, self.reward_repeats, self.clipped, self.weighting)
+        rule = RewardRule.resolve(
+            card, self.reward_repeats, self.clipped, self.weighting, self.repair
+        )
         return replace(
             self,
             lambdas=lambdas,
             reward_repeats=rule.repeats,
             clipped=rule.clipped,
             weighting=rule.weighting,
+            repair=rule.repair,
         )
 
     def reward_rule(self) -> str:
@@ -108,7 +117,7 @@ class EvalOptions:
         from tm_guide.decoding.rewards import RewardRule
 
         return RewardRule.resolve(
-            None, self.reward_repeats, self.clipped, self.weighting
+            None, self.reward_repeats, self.clipped, self.weighting, self.repair
         ).describe()
 
     def to_dict(self) -> dict[str, Any]:

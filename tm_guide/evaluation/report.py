@@ -351,5 +351,9 @@ def _reward_rule(results: dict[str, Any]) -> str:
 
     options = results["options"]
     return RewardRule.resolve(
-        None, options.get("reward_repeats"), options.get("clipped"), options.get("weighting")
+        None,
+        options.get("reward_repeats"),
+        options.get("clipped"),
+        options.get("weighting"),
+        options.get("repair"),
     ).describe()

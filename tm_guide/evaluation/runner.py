@@ -25,6 +25,7 @@ from tm_guide.evaluation.signature import model_checksum
 from tm_guide.evaluation.testset import TestSet, read_tsv
 from tm_guide.matching import exact_match, match_percentage
 from tm_guide.pieces import PieceOptions
+from tm_guide.pieces.repair import RepairOptions
 from tm_guide.pieces.weighting import PieceWeighting
 
 EVAL_MEMORY = "eval-tm"
@@ -127,6 +128,7 @@ class Runner:
                 m=options.m,
                 clipped=bool(options.clipped),
                 weighting=PieceWeighting.parse(options.weighting or "linear"),
+                repair=RepairOptions.parse(options.repair or "off"),
             ),
             engine=EngineOptions(
                 engine=options.engines[0],

@@ -63,6 +63,9 @@ class ModelCard:
     # how pieces were weighed by their match's similarity (a PieceWeighting spec such as
     # "power:2"); None: eq. 8's similarity itself
     guided_weighting: str | None = None
+    # from which similarity the best match's target is repaired instead (a RepairOptions spec
+    # such as "0.7:1:1"); None: never
+    guided_repair: str | None = None
     # a multilingual model's language tokens, token -> language tag (tm_guide.model
     # .language_tokens); {}: a model of one pair, whose inputs and outputs carry none
     language_tokens: dict[str, str] = field(default_factory=dict)
@@ -109,6 +112,9 @@ class ModelCard:
         weighting = data.get("guided_weighting")
         if weighting is not None:
             _check_weighting(weighting, where)
+        repair = data.get("guided_repair")
+        if repair is not None:
+            _check_repair(repair, where)
         language_tokens = data.get("language_tokens") or {}
         if not isinstance(language_tokens, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in language_tokens.items()
@@ -134,6 +140,7 @@ class ModelCard:
             guided_reward_repeats=reward_repeats,
             guided_clipped=clipped,
             guided_weighting=weighting,
+            guided_repair=repair,
             language_tokens=dict(language_tokens),
             files=dict(files),
             extra={k: v for k, v in data.items() if k not in known},
@@ -214,6 +221,16 @@ def verify_files(bundle_dir: Path, card: ModelCard) -> None:
                 f"{file_path}: checksum mismatch (sha256 {actual}, {CARD_FILE} says {expected}); "
                 "the file is corrupted or was replaced"
             )
+
+
+def _check_repair(spec: Any, where: str) -> None:
+    from tm_guide.errors import InvalidInput
+    from tm_guide.pieces.repair import RepairOptions
+
+    try:
+        RepairOptions.parse(spec if isinstance(spec, str) else "")
+    except InvalidInput as exc:
+        raise ModelError(f"{where}: field 'guided_repair': {exc.message}") from None
 
 
 def _check_weighting(spec: Any, where: str) -> None:

@@ -42,6 +42,31 @@ class RepairOptions:
     def applies(self, similarity: float) -> bool:
         return self.threshold is not None and similarity >= self.threshold
 
+    @classmethod
+    def parse(cls, spec: str) -> RepairOptions:
+        """`off`, `T` or `T:SCALE:MARGIN` (the form a model card, a request and the CLI use)."""
+        text = spec.strip()
+        if text == "off":
+            return cls()
+        parts = text.split(":")
+        try:
+            if len(parts) == 1:
+                return cls(float(parts[0]))
+            if len(parts) == 3:
+                return cls(float(parts[0]), int(parts[1]), int(parts[2]))
+        except ValueError:
+            pass
+        raise InvalidInput(
+            f"repair {spec!r} is not off, T or T:SCALE:MARGIN (T a similarity in (0, 1])",
+            field="repair",
+        )
+
+    @property
+    def spec(self) -> str:
+        if self.threshold is None:
+            return "off"
+        return f"{self.threshold:g}:{self.gap_scale}:{self.gap_margin}"
+
 
 @dataclass(frozen=True)
 class MatchTemplate:

@@ -28,6 +28,8 @@ class MTOptions:
     # the piece rules the lambda is tuned with (PieceOptions); None: the model card's
     clipped: bool | None = None
     weighting: str | None = None
+    # from which similarity the best match is repaired (a RepairOptions spec); None: the card's
+    repair: str | None = None
     unguided: bool = False
     engine: str | None = None  # None: the server's (Compute.engine)
 
@@ -81,11 +83,13 @@ def translate_options(
     else the server's setting, else the one tuned for the model (`card.guided_lambda`), else the
     library default. Whether pieces are rewarded at every occurrence is the request's, else the
     way that lambda was tuned (`card.guided_reward_repeats`), else eq. 10; so are the piece rules
-    (clipped counts and weighting by similarity: `card.guided_clipped`, `card.guided_weighting`)."""
+    (clipped counts and weighting by similarity: `card.guided_clipped`, `card.guided_weighting`)
+    and the repair of a close match (`card.guided_repair`)."""
     from tm_guide.decoding.guided import EngineOptions, TranslateOptions
     from tm_guide.decoding.rewards import RewardRule
     from tm_guide.decoding.search import SearchOptions
     from tm_guide.pieces import PieceOptions
+    from tm_guide.pieces.repair import RepairOptions
     from tm_guide.pieces.weighting import PieceWeighting
 
     search = SearchOptions()
@@ -93,7 +97,9 @@ def translate_options(
         if lam is not None:
             search = replace(search, lam=lam)
             break
-    rule = RewardRule.resolve(card, options.reward_repeats, options.clipped, options.weighting)
+    rule = RewardRule.resolve(
+        card, options.reward_repeats, options.clipped, options.weighting, options.repair
+    )
     search = replace(search, reward_repeats=rule.repeats)
     if options.beam_size is not None:
         search = replace(search, beam_size=options.beam_size)
@@ -102,6 +108,7 @@ def translate_options(
         binary_reward=options.binary_reward,
         clipped=rule.clipped,
         weighting=PieceWeighting.parse(rule.weighting),
+        repair=RepairOptions.parse(rule.repair),
     )
     if options.min_similarity is not None:
         pieces = replace(pieces, min_similarity=options.min_similarity)
@@ -150,6 +157,7 @@ def translations_json(
     collect_pieces); the store is asked only for any it did not hold."""
     segments = {m.segment.id: m.segment for p in pieces if p is not None for m in p.matches}
     ids = {i for r in results for piece in r.matched_pieces for i in piece.segment_ids}
+    ids |= {r.repaired_segment for r in results if r.repaired_segment is not None}
     missing = sorted(ids - segments.keys())
     if missing:
         segments.update((s.id, s) for s in store.get_segments(missing))
@@ -179,11 +187,30 @@ def translations_json(
                 "model_score": round(result.model_score, 4),
                 "reward": round(result.reward, 4),
                 "best_match_similarity": result.best_match_similarity,
+                "repaired": _repaired_json(result, segments, similarity, memory_names),
                 "pieces_used": used,
                 "timings_ms": {k: round(v * 1000, 3) for k, v in result.timings.items()},
             }
         )
     return out
+
+
+def _repaired_json(
+    result: Any,
+    segments: dict[int, Any],
+    similarity: dict[int, float],
+    memory_names: dict[int, str],
+) -> dict[str, Any] | None:
+    if result.repaired_segment is None:
+        return None
+    segment = segments.get(result.repaired_segment)
+    score = similarity.get(result.repaired_segment)
+    return {
+        "segment_id": result.repaired_segment,
+        "memory": memory_names.get(segment.memory_id) if segment else None,
+        "tuid": segment.tuid if segment else None,
+        "similarity": round(score, 4) if score is not None else None,
+    }
 
 
 def _piece_json(

@@ -42,7 +42,13 @@ def read_pairs(path: Path, options: TrainOptions) -> list[tuple[str, str]]:
 
 
 # what a warm-started run's bundle keeps of its start's card: the guidance tuned on that model
-GUIDANCE_FIELDS = ("guided_lambda", "guided_reward_repeats", "guided_clipped", "guided_weighting")
+GUIDANCE_FIELDS = (
+    "guided_lambda",
+    "guided_reward_repeats",
+    "guided_clipped",
+    "guided_weighting",
+    "guided_repair",
+)
 # the output bias of <unk> in a byte-fallback model: every engine reads it with the weights
 NEVER = -1e4
 

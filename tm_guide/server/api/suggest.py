@@ -9,6 +9,7 @@ from flask import Blueprint, Response, jsonify
 
 from tm_guide import languages
 from tm_guide.errors import InvalidInput, NotFound
+from tm_guide.pieces.repair import RepairOptions
 from tm_guide.pieces.weighting import PieceWeighting
 from tm_guide.server.api.common import services
 from tm_guide.server.auth import current_principal, require
@@ -80,12 +81,13 @@ def _given(options: dict[str, Any]) -> dict[str, Any]:
 
 def _options(body: dict[str, Any]) -> SuggestOptions:
     options = _given(body.get("options") or {})
-    weighting = options.get("weighting")
-    if weighting is not None:  # the document checks its spelling, the parser its numbers
-        try:
-            PieceWeighting.parse(weighting)
-        except InvalidInput as exc:
-            raise InvalidInput(exc.message, field="options.weighting") from None
+    # the document checks their spelling, the parsers their numbers
+    for name, parse in (("weighting", PieceWeighting.parse), ("repair", RepairOptions.parse)):
+        if options.get(name) is not None:
+            try:
+                parse(options[name])
+            except InvalidInput as exc:
+                raise InvalidInput(exc.message, field=f"options.{name}") from None
     mt_names = {"lambda": "lam", **{f.name: f.name for f in fields(MTOptions)}}
     mt = {mt_names[k]: v for k, v in options.items() if k in mt_names}
     rest = {k: v for k, v in options.items() if k not in mt_names}

@@ -213,6 +213,12 @@ function renderResult(answer, memories) {
       `${translation.tm_match.memory}): a CAT tool inserts “${translation.text}”. ` +
       "The guided translation is below.";
     origin.hidden = false;
+  } else if (translation.repaired) {
+    const repaired = translation.repaired;
+    const share = Math.round((repaired.similarity ?? 0) * 100);
+    origin.textContent = `The guided translation repairs the closest TM unit (similarity ` +
+      `${share}% in ${repaired.memory}): its words are kept where the source is unchanged.`;
+    origin.hidden = false;
   } else {
     origin.hidden = true;
   }
