@@ -69,6 +69,8 @@ def test_a_whole_word_goes_when_one_of_its_pieces_is_edited():
     comparison = compare(["▁q", "▁b"], pair.source)
     template = match_template(pair, comparison, OPTIONS)
     assert template is not None and template.tokens == ("▁w",)
+    # "▁x" translated the replaced "▁a", "y" the unchanged "▁b": both are to be written again
+    assert template.gaps == (3, 0)
 
 
 def test_word_starts_split_at_spaces_and_punctuation():

@@ -116,14 +116,16 @@ def match_template(
         return None
     aligned = _aligned_targets(pair)
     # demand[i]: tokens the model is to write at boundary i of the target (before target[i]):
-    # one per source token of the match that the input replaces, where its target was, and
-    # one per input token the match lacks; a target word of a source token that the input
-    # lacks is dropped and nothing is written in its place
+    # one per source token of the match that the input replaces, where its target was; one per
+    # input token the match lacks; and one per token of a dropped word that translates an
+    # unchanged source token (a compound whose other half changed). A target word of a source
+    # token that the input lacks is dropped and nothing is written in its place
     demand = [0] * (len(target) + 1)
     dropped = [0] * (len(target) + 1)
-    for i, w in enumerate(words):
+    for i, (w, links) in enumerate(zip(words, pair.target_links, strict=True)):
         if w in dropped_words:
             dropped[i] = 1
+            demand[i] += bool(links & comparison.unedited)
     for s in range(len(pair.source)):
         if comparison.replaced >> s & 1:
             at = aligned.get(s)
