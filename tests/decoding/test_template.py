@@ -114,17 +114,23 @@ def test_search_py_keeps_every_output_to_its_template(peaked_bundle, sentences, 
             assert all(np.isfinite(h.score) for h in hypotheses)
 
 
-@pytest.mark.parametrize("lam", [0.0, 2.0])
-def test_compiled_search_follows_templates_as_search_py_does(peaked_bundle, sentences, lam):
-    """A batch with and without templates, a forced prefix on some, pieces rewarded: the
-    compiled search keeps, closes and ranks the same hypotheses, bit for bit."""
+@pytest.mark.parametrize(("lam", "held"), [(0.0, False), (2.0, False), (2.0, True), (6.0, True)])
+def test_compiled_search_follows_templates_as_search_py_does(peaked_bundle, sentences, lam, held):
+    """A batch with and without templates, a forced prefix on some, pieces rewarded (with
+    `held`: the native outputs' own n-grams, which the templates hold, so that only a
+    template's next token is rewarded for them): the compiled search keeps, closes and ranks
+    the same hypotheses, bit for bit."""
     bundle = peaked_bundle
     inputs = model_inputs(bundle, sentences)
     templates = _templates(bundle, inputs)
-    rewards = rewards_for(bundle, [["▁x", "y"]] * len(inputs))
+    native = bundle.translator.translate_batch(inputs, beam_size=2, max_decoding_length=12)
+    pieces = [r.hypotheses[0] for r in native] if held else [["▁x", "y"]] * len(inputs)
+    rewards = rewards_for(bundle, pieces, clipped=held)
     prefixes = [[9] if i % 2 else [] for i in range(len(inputs))]
     decoder = CT2StepDecoder(bundle.translator, bundle.vocabularies.target)
-    options = SearchOptions(beam_size=4, max_length=MAX_LENGTH, lam=lam, num_hypotheses=2)
+    options = SearchOptions(
+        beam_size=4, max_length=MAX_LENGTH, lam=lam, num_hypotheses=2, reward_repeats=not held
+    )
     caps = [MAX_LENGTH] * len(inputs)
     expected = python_beam_search(decoder, inputs, options, rewards, caps, prefixes, templates)
     closed = compiled.compiled_search(decoder, inputs, options, rewards, caps, prefixes, templates)
@@ -197,3 +203,103 @@ def test_a_template_without_gaps_is_the_output_and_dead_rows_never_close(
     assert [list(h.token_ids) for h in found[0]] == [target]  # the one output, no dead row
     expected = teacher_forced(decoder, inputs[0], target)
     assert found[0][0].log_prob == pytest.approx(float(expected.sum()), abs=1e-3)
+
+
+def test_a_piece_the_template_holds_rewards_only_its_next_token():
+    """In a gap, writing the template's own words again earns nothing; the template's next
+    token keeps its reward."""
+    from tm_guide.decoding.rewards import PieceReward
+
+    template = TargetTemplate((5, 6, 7), (0, 2, 0, 0))
+    table = PieceReward({(6,): 1.0, (5, 6): 1.0, (8,): 1.0, (5, 8): 0.5, (7,): 1.0})
+    history = [[5]]  # in the gap before 6
+    plain = table.step_dense(history)[0]
+    held = table.step_dense(history, held=[(template.grams(4), template.next_token((1, 0)))])[0]
+    slot = {int(t): i for i, t in enumerate(table.rewarded_ids)}
+    assert plain[slot[6]] == held[slot[6]] == 2.0  # the next token, both pieces
+    assert plain[slot[7]] == 1.0 and held[slot[7]] == 0.0  # held: later in the template
+    assert plain[slot[8]] == held[slot[8]] == 1.5  # not the template's: rewarded in the gap
+    assert template.next_token((3, 0)) == -1
+
+
+REPAIRS = [  # (source, TM target, the target's word to leave out: a gap of 3 there)
+    (
+        "Copies the selected object to the clipboard.",
+        "Kopiert die ausgewählte Zeile in die Zwischenablage.",
+        "▁Zeile",
+    ),
+    (
+        "Data represents the array of data in the sample.",
+        "Daten ist die Matrix der Daten aus der Stichprobe.",
+        "▁ist",
+    ),
+    ("Deletes the selected object.", "Löscht die ausgewählte Zeile.", "▁Zeile"),
+]
+
+
+def _run_pieces(index, tokens, cut):  # type: ignore[no-untyped-def]
+    """Every n-gram (n <= 4) of the runs before and after position `cut`, each limited to its
+    count there (clipped pieces)."""
+    from collections import Counter
+
+    from tm_guide.decoding.rewards import PieceReward
+
+    grams = Counter(
+        tuple(run[i : i + n])
+        for run in (tokens[:cut], tokens[cut + 1 :])
+        for i in range(len(run))
+        for n in range(1, 5)
+        if i + n <= len(run)
+    )
+    return PieceReward.from_tokens(dict.fromkeys(grams, 1.0), index, limits=grams)
+
+
+@pytest.mark.parametrize("search", ["python", "compiled"])
+def test_held_pieces_reward_no_free_token_in_any_search(search):
+    """The TM target's pieces on either side of the left-out word rewarded, as Algorithm 1
+    collects them (lambda 6, clipped): without the rule a gap is filled with the template's own
+    later words; with it both searches agree, bit for bit, and no gap says a template word."""
+    from unittest import mock
+
+    from tm_guide.decoding import rewards as reward_module
+
+    bundle = Bundle.load(BUNDLED_MODEL, intra_threads=1)
+    index = {t: i for i, t in enumerate(bundle.vocabularies.target)}
+    inputs = model_inputs(bundle, [source for source, _, _ in REPAIRS])
+    templates, targets = [], []
+    for _, target, word in REPAIRS:
+        tokens = bundle.encode_target(target)
+        cut = tokens.index(word)
+        kept = tokens[:cut] + tokens[cut + 1 :]
+        gaps = [0] * (len(kept) + 1)
+        gaps[cut] = 3
+        templates.append(TargetTemplate.from_tokens(kept, gaps, index))
+        targets.append(tokens)
+    rewards = [
+        _run_pieces(index, tokens, tokens.index(word))
+        for tokens, (_, _, word) in zip(targets, REPAIRS, strict=True)
+    ]
+    decoder = CT2StepDecoder(bundle.translator, bundle.vocabularies.target)
+    options = SearchOptions(beam_size=4, max_length=40, lam=6.0, reward_repeats=False)
+    caps = [40] * len(inputs)
+
+    def run(which):  # type: ignore[no-untyped-def]
+        if which == "python":
+            return python_beam_search(decoder, inputs, options, rewards, caps, None, templates)
+        closed = compiled.compiled_search(
+            decoder, inputs, options, rewards, caps, [[]] * len(inputs), templates
+        )
+        return [_finalize(sentence, options) for sentence in closed]
+
+    found = run(search)
+    assert found == run("python")
+    with mock.patch.object(reward_module.PieceReward, "_without_held", lambda s, c, d, h: d):
+        stuffed = run("python")
+    assert stuffed != found  # the rule changes what the gaps hold
+    for template, best in zip(templates, found, strict=True):
+        assert _follows(template, best[0].token_ids)
+        kept = template.tokens
+        assert len(best[0].token_ids) - len(kept) <= 3
+        which = template.follow(best[0].token_ids)
+        free = [t for t, k in zip(best[0].token_ids, which, strict=True) if k is None]
+        assert not set(free) & set(kept)

@@ -31,6 +31,10 @@ from typing import Any
 
 import numpy as np
 
+# what a target template holds, for the reward of a row decoding under it: the template's
+# n-grams, and its next token (-1 when none is left), which they still reward
+Held = tuple[frozenset[tuple[int, ...]], int]
+
 
 class PieceReward:
     """D_X of one sentence, indexed by context for fast per-step lookups."""
@@ -130,18 +134,21 @@ class PieceReward:
         self,
         histories: Sequence[Sequence[int]],
         used: Sequence[Mapping[tuple[int, ...], int]] | None = None,
+        held: Sequence[Held | None] | None = None,
     ) -> np.ndarray:
         """Rewards [rows, len(rewarded_ids)] (float64) of every row for each rewarded token.
 
         `histories[r]` holds the generated tokens of row r (at least its last max_n-1). With
         `used` (one mapping per row), pieces that row produced as often as their limit get
-        nothing."""
+        nothing. With `held` (one or None per row: the n-grams a target template holds and its
+        next token), a piece the template holds rewards no token but that next one."""
         out = np.zeros((len(histories), len(self.rewarded_ids)), dtype=np.float64)
         by_context = self._dense_by_context
         width = self.max_n - 1
         for row, history in enumerate(histories):
             tail = tuple(history[max(0, len(history) - width) :])
             spent = used[row] if used is not None else None
+            holds = held[row] if held is not None else None
             for n in range(len(tail) + 1):
                 context = tail[len(tail) - n :] if n else ()
                 dense = by_context.get(context)
@@ -149,8 +156,26 @@ class PieceReward:
                     continue
                 if spent:
                     dense = self._without_used(context, dense, spent)
+                if holds is not None:
+                    dense = self._without_held(context, dense, holds)
                 out[row] += dense
         return out
+
+    def _without_held(self, context: tuple[int, ...], dense: np.ndarray, held: Held) -> np.ndarray:
+        """`dense` with the pieces a template holds set to 0, but for the template's next
+        token."""
+        grams, exempt = held
+        tokens = self._by_context[context][0]
+        gone = [
+            i
+            for i, token in enumerate(tokens.tolist())
+            if token != exempt and context + (token,) in grams
+        ]
+        if not gone:
+            return dense
+        dense = dense.copy()
+        dense[np.searchsorted(self.rewarded_ids, tokens[gone])] = 0.0
+        return dense
 
     def _without_used(
         self, context: tuple[int, ...], dense: np.ndarray, used: Mapping[tuple[int, ...], int]

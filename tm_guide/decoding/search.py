@@ -19,8 +19,8 @@ lambda = 0 it returns what ``translate_batch(beam_size=K)`` returns, token for t
   0 at -1e10; the prefix stays in the output and counts in its length and max_length;
 * a target template (tm_guide.decoding.template: a close TM match to repair) sets the tokens it
   forbids to -inf after the prefix, and a candidate whose total is -inf never closes a
-  hypothesis (it fills the beam as a dead row); rewards apply as everywhere; without templates
-  nothing changes.
+  hypothesis (it fills the beam as a dead row); a piece the template holds rewards only its next
+  token (tm_guide.decoding.template); without templates nothing changes.
 
 The reward, lambda * sum_n D_X(...), is added to the log-probabilities of each live hypothesis
 before the candidates are ranked, so it steers every step of the search. It is kept apart from the
@@ -39,7 +39,7 @@ import numpy as np
 from tm_guide.decoding import compiled
 from tm_guide.decoding.compiled import SearchVocabulary
 from tm_guide.decoding.hypotheses import Closed
-from tm_guide.decoding.rewards import PieceReward
+from tm_guide.decoding.rewards import Held, PieceReward
 from tm_guide.decoding.template import START, State, TargetTemplate
 from tm_guide.errors import InvalidInput
 
@@ -312,8 +312,24 @@ def _search(
                     template.mask(places[row], log_probs[row], end_id)
         step_reward: _SparseReward | None = None
         if use_reward and rewards is not None:
+            held: list[Held | None] | None = None
+            if use_templates:
+                held = [
+                    (template.grams(table.max_n), template.next_token(places[row]))
+                    if (template := templates[sentence]) is not None
+                    and (table := rewards[sentence]) is not None
+                    and step >= len(prefixes[sentence])
+                    else None
+                    for row, sentence in enumerate(row_sentences.tolist())
+                ]
             step_reward = _step_reward(
-                rewards, row_sentences, sequences, vocab_size, lam, used if track_used else None
+                rewards,
+                row_sentences,
+                sequences,
+                vocab_size,
+                lam,
+                used if track_used else None,
+                held,
             )
         if step_reward:
             flat_view = log_probs.reshape(-1)
@@ -570,6 +586,7 @@ def _step_reward(
     vocab_size: int,
     lam: np.float32,
     used: list[Mapping[tuple[int, ...], int]] | None = None,
+    held: list[Held | None] | None = None,
 ) -> _SparseReward:
     """Algorithm 2 for all live rows: only tokens of L_X and known contexts are looked at.
 
@@ -587,7 +604,9 @@ def _step_reward(
         table = rewards[sentence]
         if table:
             dense = table.step_dense(
-                sequences[start:end], used[start:end] if used is not None else None
+                sequences[start:end],
+                used[start:end] if used is not None else None,
+                held[start:end] if held is not None else None,
             )
             rows, cols = np.nonzero(dense)
             if len(rows):

@@ -13,7 +13,9 @@ current gap. On the next token u:
 A forbidden token gets the log-probability -inf before the candidates are ranked, and a candidate
 with the total -inf never closes a hypothesis (it only fills the beam, as a dead row). The model's
 own log-probabilities are what the search scores, so the gap a hypothesis fills is judged by how
-well the kept tokens after it follow. The automaton is one rule, here and in the compiled search
+well the kept tokens after it follow. A piece the template holds (an n-gram of its tokens)
+rewards only the template's next token: in a gap it would pay for writing the template's words
+twice. The automaton is one rule, here and in the compiled search
 (csrc/search.h), and the tests hold the two to each other.
 """
 
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -87,6 +90,15 @@ class TargetTemplate:
             return (k + 1, 0)
         return (k, g + 1)
 
+    def next_token(self, state: State) -> int:
+        """The template token `state` may produce next; -1 once all are produced."""
+        return self.tokens[state[0]] if state[0] < len(self.tokens) else -1
+
+    def grams(self, max_n: int) -> frozenset[tuple[int, ...]]:
+        """The n-grams (n <= max_n) of the kept tokens, as one run: pieces the template writes
+        anyway, which a free token in a gap is not rewarded for (it would write them twice)."""
+        return _grams(self.tokens, max_n)
+
     def follow(self, output: Sequence[int]) -> list[int | None]:
         """For each token of an output decoded under the template, the index of the template
         token it is (None for a free token)."""
@@ -97,3 +109,13 @@ class TargetTemplate:
             state = self.advance(state, token)
             which.append(k if state[0] > k else None)
         return which
+
+
+@lru_cache(maxsize=256)
+def _grams(tokens: tuple[int, ...], max_n: int) -> frozenset[tuple[int, ...]]:
+    return frozenset(
+        tokens[i : i + n]
+        for i in range(len(tokens))
+        for n in range(1, max_n + 1)
+        if i + n <= len(tokens)
+    )

@@ -140,6 +140,12 @@ inline std::vector<std::vector<Closed>> run_search(
       for (int r = 0; r < rows; ++r) {
         const RewardTable* table = rewards[row_sentences[r]];
         if (!table) continue;
+        // under a template, a piece it holds rewards only its next token (search.py's rule)
+        const Template* shape =
+            use_templates && step >= static_cast<int>(prefixes[row_sentences[r]].size())
+                ? templates[row_sentences[r]]
+                : nullptr;
+        const int exempt = shape ? shape->next(places[r]) : -1;
         const auto& history = sequences[r];
         const int width = table->max_n() - 1;
         const int tail = std::min<int>(width, static_cast<int>(history.size()));
@@ -152,6 +158,10 @@ inline std::vector<std::vector<Closed>> run_search(
             if (track_used && e.piece >= 0) {
               const auto range = std::equal_range(used[r].begin(), used[r].end(), e.piece);
               if (range.second - range.first >= table->limit(e.piece)) continue;
+            }
+            if (shape) {
+              const int token = table->rewarded()[e.slot];
+              if (token != exempt && shape->holds(end - n, n, token)) continue;
             }
             sums[e.slot] += e.score;
           }

@@ -4,7 +4,10 @@
 
 #include <limits>
 #include <stdexcept>
+#include <unordered_set>
 #include <vector>
+
+#include "rewards.h"
 
 namespace tm_guide_fused {
 
@@ -25,6 +28,21 @@ class Template {
         throw std::invalid_argument("a template token is outside the vocabulary or is </s>");
     for (int g : gaps_)
       if (g < 0) throw std::invalid_argument("a template's gaps must be >= 0");
+    const int size = static_cast<int>(tokens_.size());
+    for (int i = 0; i < size; ++i)
+      for (int n = 1; n <= 8 && i + n <= size; ++n) grams_.insert(make_gram(tokens_.data() + i, n));
+  }
+
+  // The template token `place` may produce next; -1 once all are produced.
+  int next(const Place& place) const {
+    return place.k < static_cast<int>(tokens_.size()) ? tokens_[place.k] : -1;
+  }
+
+  // Whether the n tokens at `context` followed by `token` are an n-gram of the template.
+  bool holds(const int* context, int n, int token) const {
+    Gram g = make_gram(context, n);
+    g.ids[n] = token;
+    return grams_.count(g) > 0;
   }
 
   // Sets what `place` forbids to -inf in one row of log-probabilities.
@@ -50,6 +68,7 @@ class Template {
  private:
   std::vector<int> tokens_;
   std::vector<int> gaps_;
+  std::unordered_set<Gram, GramHash> grams_;  // its n-grams, n <= 8
 };
 
 }  // namespace tm_guide_fused
