@@ -103,29 +103,49 @@ def _set_info(data: TestSet, path: Any, total: int) -> dict[str, Any]:
     }
 
 
+# From this best-match similarity up, the suggestion is held to the best match's target; below
+# it, to the unguided model.
+CLOSE_MATCH = 0.5
+
+
 def decile_scores(
-    similarities: Sequence[float], outputs: dict[str, list[str]], references: Sequence[str]
+    similarities: Sequence[float],
+    outputs: dict[str, list[str]],
+    references: Sequence[str],
+    samples: int = 1000,
 ) -> list[dict[str, Any]]:
     """BLEU of each system per best-match similarity tenth (Table 5's tenths, with exactly 1 in
-    the last): where the TM holds a close match the suggestion has to beat that match's target,
-    where it does not, the unguided model."""
+    the last): where the TM holds a close match (CLOSE_MATCH) the suggestion has to beat that
+    match's target, where it does not, the unguided model. Each tenth also gives the paired
+    bootstrap p-value of the served suggestion against that baseline (`against`, `p_value`),
+    so that a loss can be told from noise."""
     tenths = [min(similarity_tenth(s), 9) for s in similarities]
     rows = []
     for tenth in range(10):
         inside = [i for i, t in enumerate(tenths) if t == tenth]
-        rows.append(
-            {
-                "low": HISTOGRAM_EDGES[tenth],
-                "high": HISTOGRAM_EDGES[tenth + 1],
-                "sentences": len(inside),
-                "bleu": {
-                    key: corpus_score(subset(hyps, inside), subset(list(references), inside)).bleu
-                    if inside
-                    else None
-                    for key, hyps in outputs.items()
-                },
-            }
-        )
+        refs = subset(list(references), inside)
+        row: dict[str, Any] = {
+            "low": HISTOGRAM_EDGES[tenth],
+            "high": HISTOGRAM_EDGES[tenth + 1],
+            "sentences": len(inside),
+            "bleu": {
+                key: corpus_score(subset(hyps, inside), refs).bleu if inside else None
+                for key, hyps in outputs.items()
+            },
+        }
+        against = "best_match" if HISTOGRAM_EDGES[tenth] >= CLOSE_MATCH else "unguided"
+        if inside and "served" in outputs and against in outputs:
+            boot, _ = paired_bootstrap(
+                (against, subset(outputs[against], inside)),
+                [("served", subset(outputs["served"], inside))],
+                refs,
+                samples=samples,
+            )
+            row["against"] = against
+            row["p_value"] = next(
+                b.p_value for b in boot if b.system == "served" and b.metric == "BLEU"
+            )
+        rows.append(row)
     return rows
 
 
@@ -208,7 +228,9 @@ def build_results(run: RunData, progress: bool = False) -> dict[str, Any]:
         )
     }
 
-    results["deciles"] = decile_scores(run.similarities, run.test_outputs, refs)
+    results["deciles"] = decile_scores(
+        run.similarities, run.test_outputs, refs, samples=options.bootstrap_samples
+    )
 
     # Table 7.
     tokenize = bleu_tokenizer()

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from tm_guide.evaluation.analysis import CLOSE_MATCH
 from tm_guide.evaluation.plots import write_plots
 
 RESULTS_JSON = "results.json"
@@ -207,16 +208,23 @@ def render_markdown(results: dict[str, Any], figures: dict[str, str]) -> str:
             "## Quality by similarity of the best TM match",
             "",
             "BLEU of each system on the test sentences whose best TM match (eq. 9) falls in each "
-            "decile. From 0.5 up the suggestion has to beat the best match's target, below it "
-            "the unguided model.",
+            f"decile. From {CLOSE_MATCH} up the suggestion has to beat the best match's target, "
+            "below it the unguided model; the last column compares the served suggestion with "
+            "that baseline (paired bootstrap, p-value of the difference).",
             "",
             _table(
-                ["similarity", "sentences", *[SYSTEM_LABELS[k] for k in keys]],
+                [
+                    "similarity",
+                    "sentences",
+                    *[SYSTEM_LABELS[k] for k in keys],
+                    "served - baseline (p)",
+                ],
                 [
                     [
                         f"{row['low']:.1f}-{row['high']:.1f}",
                         row["sentences"],
                         *["-" if row["bleu"][k] is None else row["bleu"][k] for k in keys],
+                        _against(row),
                     ]
                     for row in deciles
                 ],
@@ -341,6 +349,17 @@ def _threads(options: dict[str, Any]) -> str:
     if threads == 0:
         return "engine threads: the libraries' defaults"
     return f"{threads} engine thread{'s' if threads != 1 else ''} (CTranslate2 and PyTorch alike)"
+
+
+def _against(row: dict[str, Any]) -> str:
+    """The served suggestion against its decile's baseline: '+1.23 (p 0.04)' (reports written
+    before deciles had p-values: '-')."""
+    if row.get("p_value") is None:
+        return "-"
+    bleu = row["bleu"]
+    difference = bleu["served"] - bleu[row["against"]]
+    baseline = "best match" if row["against"] == "best_match" else "unguided"
+    return f"{difference:+.2f} vs {baseline} (p {row['p_value']:.3f})"
 
 
 def _reward_rule(results: dict[str, Any]) -> str:
