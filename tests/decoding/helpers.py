@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -68,3 +70,23 @@ def teacher_forced(decoder, source, target_ids):  # type: ignore[no-untyped-def]
         scores.append(float(log_probs[0, token]))
         previous, parents = token, np.array([0])
     return np.array(scores)
+
+
+@contextlib.contextmanager
+def aligned_memory(root: Path, bundle, name: str, pairs):  # type: ignore[no-untyped-def]
+    """A SQLite store under `root` holding memory `name` (en -> de) of `pairs`, word-aligned
+    with `bundle`'s tokenizer: (store, memory)."""
+    from tm_guide.pieces.align import AlignOptions, MemoryAligner
+    from tm_guide.records import SegmentRecord
+    from tm_guide.store import Store
+
+    store = Store.open(f"sqlite:///{root / 'tm.sqlite'}", root / "index")
+    try:
+        memory = store.create_memory(name, "en", "de")
+        store.import_records(memory, [SegmentRecord(s, t) for s, t in pairs])
+        MemoryAligner(store, bundle, AlignOptions(cache_dir=root / "priors")).align_memory(
+            store.get_memory(memory.id)
+        )
+        yield store, store.get_memory(memory.id)
+    finally:
+        store.close()

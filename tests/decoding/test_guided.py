@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from tm_guide.decoding import compiled
 from tm_guide.decoding.guided import EngineOptions, GuidedTranslator, TranslateOptions
 from tm_guide.decoding.search import SearchOptions
 from tm_guide.errors import InvalidInput
-from tm_guide.pieces.align import AlignOptions, MemoryAligner
-from tm_guide.records import SegmentRecord
-from tm_guide.store import Store
+
+from .helpers import aligned_memory
 
 TM = [
     ("Open the file menu.", "Öffnen das Menü Datei."),
@@ -24,15 +21,8 @@ TM = [
 
 @pytest.fixture(scope="module")
 def store_and_memory(tmp_path_factory, tiny_bundle):  # type: ignore[no-untyped-def]
-    root: Path = tmp_path_factory.mktemp("decoding-tm")
-    store = Store.open(f"sqlite:///{root / 'tm.sqlite'}", root / "index")
-    memory = store.create_memory("ui", "en", "de")
-    store.import_records(memory, [SegmentRecord(s, t) for s, t in TM])
-    MemoryAligner(store, tiny_bundle, AlignOptions(cache_dir=root / "priors")).align_memory(
-        store.get_memory(memory.id)
-    )
-    yield store, store.get_memory(memory.id)
-    store.close()
+    with aligned_memory(tmp_path_factory.mktemp("decoding-tm"), tiny_bundle, "ui", TM) as found:
+        yield found
 
 
 def _options(memory, engine: str, lam: float, return_unguided: bool = False):  # type: ignore[no-untyped-def]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
@@ -13,10 +12,9 @@ from tm_guide.decoding.guided import EngineOptions, GuidedTranslator, TranslateO
 from tm_guide.decoding.search import SearchOptions
 from tm_guide.model import Bundle
 from tm_guide.pieces import PieceOptions
-from tm_guide.pieces.align import AlignOptions, MemoryAligner
 from tm_guide.pieces.repair import RepairOptions
-from tm_guide.records import SegmentRecord
-from tm_guide.store import Store
+
+from .helpers import aligned_memory
 
 TM = [
     (
@@ -41,15 +39,8 @@ def demo():
 
 @pytest.fixture(scope="module")
 def store_and_memory(tmp_path_factory, demo):  # type: ignore[no-untyped-def]
-    root: Path = tmp_path_factory.mktemp("repair-tm")
-    store = Store.open(f"sqlite:///{root / 'tm.sqlite'}", root / "index")
-    memory = store.create_memory("help", "en", "de")
-    store.import_records(memory, [SegmentRecord(s, t) for s, t in TM])
-    MemoryAligner(store, demo, AlignOptions(cache_dir=root / "priors")).align_memory(
-        store.get_memory(memory.id)
-    )
-    yield store, store.get_memory(memory.id)
-    store.close()
+    with aligned_memory(tmp_path_factory.mktemp("repair-tm"), demo, "help", TM) as found:
+        yield found
 
 
 def _options(memory, engine: str, threshold: float | None) -> TranslateOptions:  # type: ignore[no-untyped-def]
