@@ -109,3 +109,12 @@ def test_a_tmserver_text_may_hold_the_replacement_character_itself(server) -> No
     assert sent.status == 200, sent.body
     broken = server.client.get(f"/tmserver/key/{token}/en/de/unit/Open%C3%28%20file")
     assert broken.status == 400 and broken.json["field"] == "text"
+
+
+@pytest.mark.parametrize("method", ["GET", "DELETE"])
+def test_a_segment_id_past_64_bits_is_not_found(server, method) -> None:
+    """A path id no database id can be (2**63 and up) is a 404 like any missing segment,
+    not the driver's overflow as a 500."""
+    reply = server.client.request(method, "/v1/memories/rules/segments/226852434547361579008")
+    assert reply.status == 404, reply.body
+    assert reply.json["error"] == "not_found"

@@ -166,6 +166,8 @@ def test_get_segments_keeps_order_and_iter_segments_pages(store: Store, db_url: 
     assert len(ids) == 25 and ids == sorted(ids)
     picked = [ids[7], ids[2], ids[19]]
     assert [s.id for s in store.get_segments(picked)] == picked
+    # numbers no id can be are no segment, on either database (not a driver's overflow)
+    assert [s.id for s in store.get_segments([2**63, ids[0], -1, 0, 10**30])] == [ids[0]]
 
     small_pages = Store(store.engine, store.index, StoreOptions(read_batch=4))
     assert [s.id for s in small_pages.iter_segments(memory)] == ids

@@ -31,6 +31,9 @@ NAMING_CONVENTION = {
 
 # SQLite only auto-numbers an INTEGER PRIMARY KEY; elsewhere 64-bit ids.
 BigId = BigInteger().with_variant(Integer(), "sqlite")
+# The largest id a BigId holds on either database: a larger number names no row (and would make
+# the driver fail before the database could say so).
+MAX_ID = 2**63 - 1
 
 
 class Base(DeclarativeBase):

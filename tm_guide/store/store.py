@@ -37,7 +37,7 @@ from tm_guide.store.convert import (
 from tm_guide.store.engine import create_store_engine, upgrade_to_head
 from tm_guide.store.group_commit import GroupCommit
 from tm_guide.store.merge import BatchOutcome, apply_batch, check_record
-from tm_guide.store.models import api_keys_table, memories_table, segments_table
+from tm_guide.store.models import MAX_ID, api_keys_table, memories_table, segments_table
 from tm_guide.store.types import ApiKey, ImportReport, Memory, SearchHit, Segment, SegmentAnalysis
 
 log = logging.getLogger(__name__)
@@ -456,8 +456,9 @@ class Store:
     # ---- reading segments -----------------------------------------------------------------
 
     def get_segments(self, ids: Sequence[int]) -> list[Segment]:
-        """Segments in the order of `ids`; ids that do not exist (any more) are left out."""
-        wanted = [int(i) for i in ids]
+        """Segments in the order of `ids`; ids that do not exist (any more) are left out, as
+        are numbers no id can be (MAX_ID)."""
+        wanted = [i for i in map(int, ids) if 0 < i <= MAX_ID]
         found: dict[int, Segment] = {}
         with self.engine.connect() as conn:
             for start in range(0, len(wanted), self.options.read_batch):
