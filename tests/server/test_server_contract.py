@@ -297,6 +297,10 @@ def documented_calls(ids: dict[str, str]) -> list[tuple[Call, dict[int, Any]]]:
                 401: None,
                 403: None,
                 404: None,
+                # a query of 2,000 characters of a 4-byte script is 24,000 bytes, percent-encoded
+                414: Call(
+                    "GET", "/v1/memories/{name}/concordance", mem, query={"q": "\U0001f600" * 800}
+                ),
             },
         ),
         (
