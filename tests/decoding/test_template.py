@@ -220,6 +220,12 @@ def test_a_piece_the_template_holds_rewards_only_its_next_token():
     assert plain[slot[7]] == 1.0 and held[slot[7]] == 0.0  # held: later in the template
     assert plain[slot[8]] == held[slot[8]] == 1.5  # not the template's: rewarded in the gap
     assert template.next_token((3, 0)) == -1
+    # the pieces reward the next token once the gap before it holds a free token, or where
+    # there is no gap: leaving a gap empty earns nothing
+    assert template.rewarded_next((0, 0)) == 5  # no gap before 5
+    assert template.rewarded_next((1, 0)) == -1  # the gap before 6 is still empty
+    assert template.rewarded_next((1, 1)) == 6
+    assert template.rewarded_next((2, 0)) == 7
 
 
 REPAIRS = [  # (source, TM target, the target's word to leave out: a gap of 3 there)

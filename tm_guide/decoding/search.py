@@ -20,7 +20,8 @@ lambda = 0 it returns what ``translate_batch(beam_size=K)`` returns, token for t
 * a target template (tm_guide.decoding.template: a close TM match to repair) sets the tokens it
   forbids to -inf after the prefix, and a candidate whose total is -inf never closes a
   hypothesis (it fills the beam as a dead row); a piece the template holds rewards only its next
-  token (tm_guide.decoding.template); without templates nothing changes.
+  token, once the gap before it holds a free token (tm_guide.decoding.template); without
+  templates nothing changes.
 
 The reward, lambda * sum_n D_X(...), is added to the log-probabilities of each live hypothesis
 before the candidates are ranked, so it steers every step of the search. It is kept apart from the
@@ -315,7 +316,7 @@ def _search(
             held: list[Held | None] | None = None
             if use_templates:
                 held = [
-                    (template.grams(table.max_n), template.next_token(places[row]))
+                    (template.grams(table.max_n), template.rewarded_next(places[row]))
                     if (template := templates[sentence]) is not None
                     and (table := rewards[sentence]) is not None
                     and step >= len(prefixes[sentence])

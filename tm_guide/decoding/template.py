@@ -14,8 +14,9 @@ A forbidden token gets the log-probability -inf before the candidates are ranked
 with the total -inf never closes a hypothesis (it only fills the beam, as a dead row). The model's
 own log-probabilities are what the search scores, so the gap a hypothesis fills is judged by how
 well the kept tokens after it follow. A piece the template holds (an n-gram of its tokens)
-rewards only the template's next token: in a gap it would pay for writing the template's words
-twice. The automaton is one rule, here and in the compiled search
+rewards only the template's next token, and that only once the gap before it holds a free token
+(or has no room): in a gap it would pay for writing the template's words twice, and before an
+empty gap for leaving it empty. The automaton is one rule, here and in the compiled search
 (csrc/search.h), and the tests hold the two to each other.
 """
 
@@ -93,6 +94,13 @@ class TargetTemplate:
     def next_token(self, state: State) -> int:
         """The template token `state` may produce next; -1 once all are produced."""
         return self.tokens[state[0]] if state[0] < len(self.tokens) else -1
+
+    def rewarded_next(self, state: State) -> int:
+        """The template token the pieces it holds reward in `state`: its next one, once the gap
+        before it holds a free token or where it has no gap (-1 otherwise): leaving a gap empty
+        earns nothing, or the search would leave every gap empty for the reward after it."""
+        k, g = state
+        return self.next_token(state) if g > 0 or self.gaps[k] == 0 else -1
 
     def grams(self, max_n: int) -> frozenset[tuple[int, ...]]:
         """The n-grams (n <= max_n) of the kept tokens, as one run: pieces the template writes

@@ -140,12 +140,13 @@ inline std::vector<std::vector<Closed>> run_search(
       for (int r = 0; r < rows; ++r) {
         const RewardTable* table = rewards[row_sentences[r]];
         if (!table) continue;
-        // under a template, a piece it holds rewards only its next token (search.py's rule)
+        // under a template, a piece it holds rewards only its next token, once the gap before
+        // it holds a free token (search.py's rule)
         const Template* shape =
             use_templates && step >= static_cast<int>(prefixes[row_sentences[r]].size())
                 ? templates[row_sentences[r]]
                 : nullptr;
-        const int exempt = shape ? shape->next(places[r]) : -1;
+        const int exempt = shape ? shape->rewarded_next(places[r]) : -1;
         const auto& history = sequences[r];
         const int width = table->max_n() - 1;
         const int tail = std::min<int>(width, static_cast<int>(history.size()));

@@ -38,6 +38,13 @@ class Template {
     return place.k < static_cast<int>(tokens_.size()) ? tokens_[place.k] : -1;
   }
 
+  // The template token the pieces it holds reward at `place`: its next one, once the gap
+  // before it holds a free token or where it has no gap; -1 otherwise (rewarded_next in
+  // tm_guide/decoding/template.py).
+  int rewarded_next(const Place& place) const {
+    return place.g > 0 || gaps_[place.k] == 0 ? next(place) : -1;
+  }
+
   // Whether the n tokens at `context` followed by `token` are an n-gram of the template.
   bool holds(const int* context, int n, int token) const {
     Gram g = make_gram(context, n);
