@@ -25,7 +25,7 @@ it is an option, off by default.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -165,30 +165,28 @@ class PieceReward:
         """`dense` with the pieces a template holds set to 0, but for the template's next
         token."""
         grams, exempt = held
-        tokens = self._by_context[context][0]
-        gone = [
-            i
-            for i, token in enumerate(tokens.tolist())
-            if token != exempt and context + (token,) in grams
-        ]
-        if not gone:
-            return dense
-        dense = dense.copy()
-        dense[np.searchsorted(self.rewarded_ids, tokens[gone])] = 0.0
-        return dense
+        return self._zeroed(context, dense, lambda gram: gram[-1] != exempt and gram in grams)
 
     def _without_used(
         self, context: tuple[int, ...], dense: np.ndarray, used: Mapping[tuple[int, ...], int]
     ) -> np.ndarray:
         """`dense` (the rewards after `context`) with the pieces `used` has spent set to 0."""
+        return self._zeroed(context, dense, lambda gram: self.spent(gram, used))
+
+    def _zeroed(
+        self,
+        context: tuple[int, ...],
+        dense: np.ndarray,
+        gone: Callable[[tuple[int, ...]], bool],
+    ) -> np.ndarray:
+        """`dense` (the rewards after `context`) with the pieces `gone` picks set to 0; the
+        same array when it picks none."""
         tokens = self._by_context[context][0]
-        spent = [
-            i for i, token in enumerate(tokens.tolist()) if self.spent(context + (token,), used)
-        ]
-        if not spent:
+        picked = [i for i, token in enumerate(tokens.tolist()) if gone(context + (token,))]
+        if not picked:
             return dense
         dense = dense.copy()
-        dense[np.searchsorted(self.rewarded_ids, tokens[spent])] = 0.0
+        dense[np.searchsorted(self.rewarded_ids, tokens[picked])] = 0.0
         return dense
 
     def produced(

@@ -3,11 +3,13 @@
 A translator given a 90% match edits the words that translate what changed and keeps the rest.
 This does the same with the word alignment that Algorithm 1 uses: a target token aligned to an
 edited source token of the match is dropped, with the rest of its word; every other target token
-is kept, in order. The model may write free tokens where dropped tokens were, and where the
-input has tokens the match lacks (placed after the target of the match token before them, or
-before the target of the one after them): `gap_scale` per dropped or missing token plus
-`gap_margin`. The search then decodes under the template (tm_guide.decoding.template), so the
-output is the match's target with only those places rewritten by the model.
+is kept, in order. The model may write free tokens where they are owed: where the target of a
+source token the input replaces was, where the input has tokens the match lacks (after the word
+of the match token before them, or before that of the one after them), and where a dropped word
+translated an unchanged source token; `gap_scale` per owed token plus `gap_margin`, and the
+margin alone at a seam where words were only dropped. The search then decodes under the
+template (tm_guide.decoding.template), so the output is the match's target with only those
+places rewritten by the model.
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ from tm_guide.pieces.tokenizer import SENTENCEPIECE_SPACE
 @dataclass(frozen=True)
 class RepairOptions:
     """threshold: repair the best match when its eq. 9 similarity reaches this (None: never);
-    gap_scale, gap_margin: free tokens allowed per place to rewrite, per dropped target token
-    or missing source token, and on top."""
+    gap_scale, gap_margin: free tokens allowed at a place to rewrite, per token owed there, and
+    on top."""
 
     threshold: float | None = None
     gap_scale: int = 2
