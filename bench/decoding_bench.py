@@ -167,9 +167,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"no model bundle at {args.bundle}; pass --bundle DIR", file=sys.stderr)
         return 2
 
-    import torch
+    wanted = [e.strip() for e in args.engines.split(",") if e.strip()]
+    if "torch" in wanted or "torch-int8" in wanted:  # only these need the [torch] extra
+        import torch
 
-    torch.set_num_threads(args.threads)
+        torch.set_num_threads(args.threads)
     bundle = Bundle.load(args.bundle, device="cpu", intra_threads=args.threads)
     sentences = read_lines(args.sentences, SAMPLE, args.batch)
     inputs = [bundle.source_input(bundle.encode_source(s)) for s in sentences]
@@ -211,7 +213,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return run
 
-    wanted = [e.strip() for e in args.engines.split(",") if e.strip()]
     if "torch" in wanted or "torch-int8" in wanted:
         from tm_guide.decoding.torch_engine import TorchStepDecoder
     if "torch" in wanted:

@@ -352,9 +352,11 @@ class Running:
     seed_pairs: list[tuple[str, str]]
     queries: list[str]
     adds: list[tuple[str, str]]
+    env: dict[str, str]
     before: int = 0
     add_result: PhaseResult | None = None
     suggest_result: PhaseResult | None = None
+    batch_size: float = 0.0  # mean sentences per engine call, from the server's metrics
 
 
 def _pause(ms: float) -> str:
@@ -423,12 +425,87 @@ def bench(options: BenchOptions, variants: list[Variant], work: Path) -> int:
             print(server.suggest_result.row(server.variant.name))
         for server in running:
             failed |= _report_checks(server, options.translate)
+        _stop(running)
+        if options.translate:
+            for server in running:
+                _compare_with_engine(server)
     finally:
-        for server in running:
-            server.process.terminate()
-        for server in running:
-            server.process.wait(timeout=60)
+        _stop(running)
     return 1 if failed else 0
+
+
+def _stop(running: list[Running]) -> None:
+    for server in running:
+        if server.process.poll() is None:
+            server.process.terminate()
+    for server in running:
+        server.process.wait(timeout=60)
+
+
+def _compare_with_engine(server: Running) -> None:
+    """The server's suggestion throughput against its engine's own: the same queries, with the
+    pieces the server's memory gives them, searched in batches of the server's mean engine call
+    by the same translator (same environment, own process, nothing else running)."""
+    assert server.suggest_result is not None
+    batch = max(1, round(server.batch_size))
+    queries = server.work / "queries.json"
+    queries.write_text(json.dumps(server.queries))
+    done = subprocess.run(
+        [sys.executable, __file__, "--engine-alone", str(queries), str(batch)],
+        env=server.env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        print(f"{server.variant.name}: engine alone: failed\n{done.stderr[-2000:]}")
+        return
+    alone = json.loads(done.stdout.strip().splitlines()[-1])
+    served = len(server.suggest_result.latencies) / server.suggest_result.seconds
+    print(
+        f"{server.variant.name}: engine alone: {alone['per_s']:.1f} suggestions/s (search only, "
+        f"batches of {batch}; preparing and shaping add {alone['prepare_ms']:.1f} + "
+        f"{alone['finish_ms']:.1f} ms per suggestion); server / engine = "
+        f"{served / alone['per_s']:.2f}"
+    )
+
+
+def engine_alone(queries_path: str, batch: int) -> dict[str, float]:
+    """Run in the server's environment: the engine's throughput on the bench's queries, best of
+    two passes, with the memory "bench" as the server left it."""
+    from tm_guide.server.config import ServerConfig
+    from tm_guide.server.services import Services
+    from tm_guide.server.translation import MTOptions, collect_pieces, translate_options
+
+    queries = json.loads(Path(queries_path).read_text())
+    services = Services(ServerConfig.from_env())
+    try:
+        translator = services.translator()
+        memory = services.store().get_memory("bench")
+        options = translate_options(
+            MTOptions(), 10, [memory.id], services.config.compute, translator.bundle.card
+        )
+        pieces = collect_pieces(translator, queries, options)
+        started = time.perf_counter()
+        prepared = translator.prepare(queries, options, pieces)
+        prepare_s = time.perf_counter() - started
+        chunks = [prepared[k : k + batch] for k in range(0, len(prepared), batch)]
+        searched: list[Any] = []
+        best = float("inf")
+        for _ in range(2):
+            started = time.perf_counter()
+            searched = [one for chunk in chunks for one in translator.search(chunk, options)]
+            best = min(best, time.perf_counter() - started)
+        started = time.perf_counter()
+        translator.finish(prepared, searched, options)
+        finish_s = time.perf_counter() - started
+    finally:
+        services.close()
+    return {
+        "per_s": len(queries) / best,
+        "prepare_ms": prepare_s / len(queries) * 1000,
+        "finish_ms": finish_s / len(queries) * 1000,
+    }
 
 
 def _start(options: BenchOptions, variant: Variant, work: Path) -> Running:
@@ -465,7 +542,7 @@ def _start(options: BenchOptions, variant: Variant, work: Path) -> Running:
         (f"{sentence(rng, rng.randint(8, 20))} Ref{i:05d}", f"Satz Ref{i:05d}.")
         for i in range(options.adds)
     ]
-    return Running(variant, process, Http(port, token), work, seed_pairs, queries, adds)
+    return Running(variant, process, Http(port, token), work, seed_pairs, queries, adds, env)
 
 
 def _prepare(options: BenchOptions, server: Running) -> None:
@@ -539,6 +616,7 @@ def _report_checks(server: Running, translate: bool) -> bool:
         )
     )
     metrics = _stage_means(api.port)
+    server.batch_size = metrics.get("batch_size", 0.0)
     if metrics:
         print(
             f"{name}: mean stage time per suggestion (ms; batch_size: sentences per engine call): "
@@ -670,4 +748,7 @@ def _stage_means(port: int) -> dict[str, float]:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--engine-alone"]:
+        print(json.dumps(engine_alone(sys.argv[2], int(sys.argv[3]))))
+        sys.exit(0)
     sys.exit(main())

@@ -102,18 +102,17 @@ def together(client: Client, bodies: list[dict[str, Any]]) -> list[Reply]:
 
 
 def submit_together(
-    batcher: DecodeBatcher, jobs: dict[str, tuple[list[str], list[Any]]], options: Any
+    batcher: DecodeBatcher, jobs: dict[str, list[Any]], options: Any
 ) -> dict[str, Any]:
-    """Submit every job at once, one thread each, then close the batcher. Each job's result is
-    its Decoded, or the exception it got back."""
+    """Submit every job (its prepared sentences) at once, one thread each, then close the
+    batcher. Each job's result is its Decoded, or the exception it got back."""
     outcome: dict[str, Any] = {}
     start = threading.Barrier(len(jobs))
 
     def submit(name: str) -> None:
-        sentences, pieces = jobs[name]
         start.wait()
         try:
-            outcome[name] = batcher.translate(sentences, options, pieces)
+            outcome[name] = batcher.translate(jobs[name], options)
         except Exception as exc:  # a job's own error comes back to it
             outcome[name] = exc
 
@@ -209,29 +208,30 @@ def test_bad_requests_among_concurrent_ones_fail_alone(server, tiny_bundle) -> N
 
 def test_a_failing_engine_call_is_retried_request_by_request(tiny_bundle) -> None:
     """When one request breaks the shared beam search, the others still get their results (the
-    broken one here carries pieces that are not translation pieces)."""
+    broken one here carries a reward that is not a piece reward)."""
+    from dataclasses import replace
+
     from tm_guide.decoding.guided import GuidedTranslator, TranslateOptions
     from tm_guide.decoding.search import SearchOptions
 
     translator = GuidedTranslator(tiny_bundle)
     options = TranslateOptions(search=SearchOptions(beam_size=2, max_length=12))
-
-    def translate(sentences: Any, opts: Any, pieces: Any) -> Any:
-        return translator.translate(sentences, opts, pieces=pieces)
-
-    batcher = DecodeBatcher(translate, max_sentences=8, max_wait_s=0.5)
-    jobs: dict[str, tuple[list[str], list[Any]]] = {
-        "good one": (["Open the menu file."], [None]),
-        "broken": (["Save the window."], [object()]),
-        "good two": (["Select table cell.", "Insert the chart."], [None, None]),
+    batcher = DecodeBatcher(translator.search, max_sentences=8, max_wait_s=0.5)
+    sentences = {
+        "good one": ["Open the menu file."],
+        "broken": ["Save the window."],
+        "good two": ["Select table cell.", "Insert the chart."],
     }
+    jobs = {name: translator.prepare(texts, options) for name, texts in sentences.items()}
+    jobs["broken"] = [replace(jobs["broken"][0], reward=object())]
     outcome = submit_together(batcher, jobs, options)
 
-    assert isinstance(outcome["broken"], AttributeError)
+    assert isinstance(outcome["broken"], AttributeError), outcome["broken"]
     for name in ("good one", "good two"):
-        sentences, _ = jobs[name]
-        lone = translator.translate(sentences, options)
-        assert [r.translation for r in outcome[name].results] == [r.translation for r in lone]
+        lone = translator.translate(sentences[name], options)
+        prepared = jobs[name]
+        got = translator.finish(prepared, outcome[name].results, options)
+        assert [r.translation for r in got] == [r.translation for r in lone]
 
 
 def test_decoding_threads_run_their_rounds_side_by_side(tiny_bundle) -> None:
@@ -245,19 +245,18 @@ def test_decoding_threads_run_their_rounds_side_by_side(tiny_bundle) -> None:
     options = TranslateOptions(search=SearchOptions(beam_size=2, max_length=12))
     both_decoding = threading.Barrier(2, timeout=30)
 
-    def translate(sentences: Any, opts: Any, pieces: Any) -> Any:
+    def search(items: Any, opts: Any) -> Any:
         both_decoding.wait()
-        return translator.translate(sentences, opts, pieces=pieces)
+        return translator.search(items, opts)
 
-    batcher = DecodeBatcher(translate, max_sentences=1, max_wait_s=0.0, decoders=2)
-    requests: dict[str, tuple[list[str], list[Any]]] = {
-        "first": (["Open the menu file."], [None]),
-        "second": (["Select table cell."], [None]),
-    }
-    outcome = submit_together(batcher, requests, options)
+    batcher = DecodeBatcher(search, max_sentences=1, max_wait_s=0.0, decoders=2)
+    requests = {"first": ["Open the menu file."], "second": ["Select table cell."]}
+    jobs = {name: translator.prepare(texts, options) for name, texts in requests.items()}
+    outcome = submit_together(batcher, jobs, options)
 
-    for name, (sentences, _) in requests.items():
+    for name, sentences in requests.items():
         assert not isinstance(outcome[name], Exception), outcome[name]
         lone = translator.translate(sentences, options)
-        assert [r.translation for r in outcome[name].results] == [r.translation for r in lone]
+        got = translator.finish(jobs[name], outcome[name].results, options)
+        assert [r.translation for r in got] == [r.translation for r in lone]
         assert outcome[name].batch_sentences == 1

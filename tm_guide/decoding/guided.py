@@ -38,6 +38,8 @@ __all__ = [
     "GuidedResult",
     "GuidedTranslator",
     "MatchedPiece",
+    "PreparedSentence",
+    "Searched",
     "TranslateOptions",
 ]
 log = logging.getLogger(__name__)
@@ -147,6 +149,32 @@ class GuidedResult:
     offsets: list[int] | None = None
 
 
+@dataclass
+class PreparedSentence:
+    """A sentence ready for the search: its source tokens, the pieces collected for it and what
+    the search makes of them (None for a sentence that goes to native search)."""
+
+    tokens: list[str]
+    pieces: Any  # TranslationPieces or None
+    reward: PieceReward | None
+    template: TargetTemplate | None
+    timings: dict[str, float]  # seconds: retrieval, pieces
+
+
+@dataclass(frozen=True)
+class Searched:
+    """What the search found for one prepared sentence: the output hypothesis (None for an
+    empty input), whether the guided search made it, the native search's when it ran, this
+    sentence's share of its engine call (seconds), and the forced target prefix's length."""
+
+    hypothesis: Hypothesis | None
+    guided: bool
+    unguided: Hypothesis | None
+    decoding_s: float
+    engine: str
+    prefix_length: int
+
+
 class GuidedTranslator:
     """Loads engines lazily and answers translate(sentences, options)."""
 
@@ -250,56 +278,72 @@ class GuidedTranslator:
     ) -> list[GuidedResult]:
         """Translate `sentences`; `pieces` (one TranslationPieces or None per sentence) skips
         retrieval, e.g. when they were collected beforehand."""
+        prepared = self.prepare(sentences, options, pieces)
+        return self.finish(prepared, self.search(prepared, options), options)
+
+    def prepare(
+        self,
+        sentences: Sequence[str],
+        options: TranslateOptions,
+        pieces: Sequence[Any] | None = None,
+    ) -> list[PreparedSentence]:
+        """The first of translate's three stages: tokens, pieces, reward and template of each
+        sentence. Apart from search() so that a server prepares each request in its own thread
+        and its decoding thread runs nothing but searches."""
         if pieces is not None and len(pieces) != len(sentences):
             raise InvalidInput("pieces must hold one entry per sentence", field="pieces")
         clock = time.perf_counter
-        engine = self.engine_name(options)
-        source_lang, target_lang = options.languages or (None, None)
-        prefix = self.bundle.target_prefix(target_lang)
-        prefix_ids = [self.token_to_id[t] for t in prefix]
-        sources: list[list[str]] = []
-        all_pieces: list[Any] = []
-        rewards: list[PieceReward | None] = []
-        templates: list[TargetTemplate | None] = []
-        timings: list[dict[str, float]] = []
+        prepared = []
         for index, sentence in enumerate(sentences):
             tokens = self.bundle.encode_source(sentence)
-            sources.append(tokens)
             started = clock()
             found = pieces[index] if pieces is not None else self.collect_pieces(tokens, options)
             spent = clock() - started
-            all_pieces.append(found)
             retrieval = found.timings.get("retrieval", 0.0) if found is not None else 0.0
-            timings.append({"retrieval": retrieval, "pieces": max(spent - retrieval, 0.0)})
+            timings = {"retrieval": retrieval, "pieces": max(spent - retrieval, 0.0)}
             template = None  # lambda 0 is the model alone: native search, no repair either
             if found is not None and found.template is not None and options.search.lam > 0:
                 template = TargetTemplate.from_tokens(
                     found.template.tokens, found.template.gaps, self.token_to_id
                 )
-            templates.append(template)
             reward = None
             if found and options.search.lam > 0:
                 reward = PieceReward.from_tokens(
                     found.ngrams, self.token_to_id, limits=found.limits or None
                 )
-            rewards.append(reward or None)
+            prepared.append(PreparedSentence(tokens, found, reward or None, template, timings))
+        return prepared
 
+    def search(
+        self, prepared: Sequence[PreparedSentence], options: TranslateOptions
+    ) -> list[Searched]:
+        """The second stage: the guided search of the sentences with a reward or a template,
+        native beam search of the others (and of all with return_unguided), in batches of
+        similar length. The options must be those the sentences were prepared with, except for
+        the pieces and memories (TranslateOptions.decoding())."""
+        engine = self.engine_name(options)
+        source_lang, target_lang = options.languages or (None, None)
+        prefix = self.bundle.target_prefix(target_lang)
+        prefix_ids = [self.token_to_id[t] for t in prefix]
+        sources = [p.tokens for p in prepared]
+        clock = time.perf_counter
         guided_ids = [
             i
-            for i, (r, t) in enumerate(zip(rewards, templates, strict=True))
-            if (r is not None or t is not None) and sources[i]
+            for i, p in enumerate(prepared)
+            if (p.reward is not None or p.template is not None) and p.tokens
         ]
         guided_set = set(guided_ids)
-        native_ids = [i for i in range(len(sentences)) if i not in guided_set and sources[i]]
+        native_ids = [i for i, p in enumerate(prepared) if i not in guided_set and p.tokens]
         hypotheses: dict[int, Hypothesis] = {}
+        decoding: dict[int, float] = {}
         search = options.search
         # The model's position table bounds the output; CTranslate2 fails the batch past it.
         search = replace(search, max_length=self.bundle.decoding_length(search.max_length))
         for batch in _batches(guided_ids, sources, options.engine.batch_size):
             started = clock()
             inputs = [self.bundle.source_input(sources[i], source_lang) for i in batch]
-            batch_rewards = [rewards[i] for i in batch]
-            batch_templates = [templates[i] for i in batch]
+            batch_rewards = [prepared[i].reward for i in batch]
+            batch_templates = [prepared[i].template for i in batch]
             caps = [
                 min(search.max_length, len(prefix) + t.longest + 1) if t is not None else cap
                 for cap, t in zip(
@@ -329,7 +373,7 @@ class GuidedTranslator:
             share = (clock() - started) / len(batch)
             for i, best in zip(batch, found, strict=True):
                 hypotheses[i] = best[0]
-                timings[i]["decoding"] = share
+                decoding[i] = share
         unguided: dict[int, Hypothesis] = {}
         wanted_unguided = native_ids + (guided_ids if options.return_unguided else [])
         for batch in _batches(sorted(wanted_unguided), sources, options.engine.batch_size):
@@ -341,26 +385,46 @@ class GuidedTranslator:
             share = (clock() - started) / len(batch)
             for i, top in zip(batch, native, strict=True):
                 unguided[i] = top
-                if i not in hypotheses:
-                    timings[i]["decoding"] = share
+                decoding.setdefault(i, share)
+        return [
+            Searched(
+                hypotheses.get(i) or unguided.get(i),
+                i in hypotheses,
+                unguided.get(i),
+                decoding.get(i, 0.0),
+                engine,
+                len(prefix),
+            )
+            for i in range(len(prepared))
+        ]
 
+    def finish(
+        self,
+        prepared: Sequence[PreparedSentence],
+        searched: Sequence[Searched],
+        options: TranslateOptions,
+    ) -> list[GuidedResult]:
+        """The last stage: each search's output as text (a repaired match in its target's own
+        characters), with the pieces it used and the time of every stage."""
         results = []
-        for i, _sentence in enumerate(sentences):
-            hypothesis = hypotheses.get(i) or unguided.get(i)
-            is_guided = i in hypotheses
+        for one, outcome in zip(prepared, searched, strict=True):
+            timings = {**one.timings, "decoding": outcome.decoding_s}
+            hypothesis = outcome.hypothesis
             if hypothesis is None:  # empty input
+                del timings["decoding"]
                 results.append(
-                    GuidedResult("", [], 0.0, 0.0, 0.0, False, engine, timings=timings[i])
+                    GuidedResult("", [], 0.0, 0.0, 0.0, False, outcome.engine, timings=timings)
                 )
                 continue
-            output = hypothesis.token_ids[len(prefix) :]
+            output = hypothesis.token_ids[outcome.prefix_length :]
             tokens = [self.target_vocabulary[t] for t in output]
-            found = all_pieces[i]
-            timings[i]["total"] = sum(timings[i].values())
-            template = templates[i] if is_guided else None
+            found = one.pieces
+            timings["total"] = sum(timings.values())
+            template = one.template if outcome.guided else None
             text, offsets = self.bundle.decode_target(tokens), None
             if template is not None:
                 text, offsets = self._render_repair(tokens, template.follow(output), found)
+            unguided = outcome.unguided
             results.append(
                 GuidedResult(
                     translation=text,
@@ -368,17 +432,17 @@ class GuidedTranslator:
                     model_score=hypothesis.model_score,
                     log_prob=hypothesis.log_prob,
                     reward=hypothesis.reward,
-                    guided=is_guided,
-                    engine=engine if is_guided else "native",
+                    guided=outcome.guided,
+                    engine=outcome.engine if outcome.guided else "native",
                     unguided_translation=(
                         self.bundle.decode_target(
-                            [self.target_vocabulary[t] for t in unguided[i].token_ids]
+                            [self.target_vocabulary[t] for t in unguided.token_ids]
                         )
-                        if options.return_unguided and i in unguided
+                        if options.return_unguided and unguided is not None
                         else None
                     ),
                     matched_pieces=matched_pieces(tokens, found) if found else [],
-                    timings=timings[i],
+                    timings=timings,
                     best_match_similarity=(
                         max((m.similarity for m in found.matches), default=None) if found else None
                     ),

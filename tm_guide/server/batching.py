@@ -6,9 +6,10 @@ takes every request waiting and decodes their sentences together does the same w
 more than the time of one search, and never runs more engine threads than there are cores.
 
 Each request keeps its own semantics:
-- retrieval and pieces are collected in the request's own thread before it is queued, so a
-  segment added just before the request is used by it, and each request's memories, M, minimum
-  similarity and reward type shape only its own pieces;
+- retrieval, pieces and their rewards are prepared in the request's own thread before it is
+  queued (and its output is shaped there afterwards), so a segment added just before the request
+  is used by it, each request's memories, M, minimum similarity and reward type shape only its
+  own pieces, and the decoding thread runs nothing but searches;
 - only requests whose decoding options are equal (lambda, beam size, unguided twin, ...) share an
   engine call; the others are decoded in separate calls of the same round;
 - when a shared call fails, its requests are decoded again one by one, so a bad request fails
@@ -30,13 +31,13 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-TranslateFn = Callable[[Sequence[str], Any, Sequence[Any]], list[Any]]
+# decodes prepared sentences with the options they share: one result per item
+SearchFn = Callable[[Sequence[Any], Any], list[Any]]
 
 
 @dataclass
 class _Job:
-    sentences: list[str]
-    pieces: list[Any]
+    items: list[Any]  # one prepared sentence each (GuidedTranslator.prepare)
     options: Any  # TranslateOptions.decoding(): what the engine call reads (the grouping key)
     enqueued: float
     done: threading.Event = field(default_factory=threading.Event)
@@ -64,9 +65,9 @@ class DecodeBatcher:
     shared by arrival, not by which connection a client happened to open."""
 
     def __init__(
-        self, translate: TranslateFn, max_sentences: int, max_wait_s: float, decoders: int = 1
+        self, search: SearchFn, max_sentences: int, max_wait_s: float, decoders: int = 1
     ) -> None:
-        self._translate = translate
+        self._search = search
         self.max_sentences = max(1, max_sentences)
         self.max_wait_s = max(0.0, max_wait_s)
         self.decoders = max(1, decoders)
@@ -75,9 +76,9 @@ class DecodeBatcher:
         self._threads: list[threading.Thread] = []
         self._closed = False
 
-    def translate(self, sentences: Sequence[str], options: Any, pieces: Sequence[Any]) -> Decoded:
-        """Decode one request's sentences (with its pieces) and wait for its own results."""
-        job = _Job(list(sentences), list(pieces), options.decoding(), time.perf_counter())
+    def translate(self, items: Sequence[Any], options: Any) -> Decoded:
+        """Decode one request's prepared sentences and wait for its own results."""
+        job = _Job(list(items), options.decoding(), time.perf_counter())
         with self._cond:
             if self._closed:
                 raise RuntimeError("the decoder is shut down")
@@ -139,21 +140,20 @@ class DecodeBatcher:
                 if self._queue:
                     break
             jobs = [self._queue.popleft()]
-            total = len(jobs[0].sentences)
-            while self._queue and total + len(self._queue[0].sentences) <= self.max_sentences:
+            total = len(jobs[0].items)
+            while self._queue and total + len(self._queue[0].items) <= self.max_sentences:
                 job = self._queue.popleft()
                 jobs.append(job)
-                total += len(job.sentences)
+                total += len(job.items)
             return jobs
 
     def _decode(self, group: list[_Job]) -> None:
-        sentences = [s for job in group for s in job.sentences]
-        pieces = [p for job in group for p in job.pieces]
+        items = [item for job in group for item in job.items]
         started = time.perf_counter()
         for job in group:
-            job.started, job.batch_sentences = started, len(sentences)
+            job.started, job.batch_sentences = started, len(items)
         try:
-            results = self._translate(sentences, group[0].options, pieces)
+            results = self._search(items, group[0].options)
         except Exception as exc:
             if len(group) == 1:
                 group[0].error = exc
@@ -167,13 +167,13 @@ class DecodeBatcher:
             return
         offset = 0
         for job in group:
-            job.results = results[offset : offset + len(job.sentences)]
-            offset += len(job.sentences)
+            job.results = results[offset : offset + len(job.items)]
+            offset += len(job.items)
             job.done.set()
 
 
 def _count(queue: collections.deque[_Job]) -> int:
-    return sum(len(job.sentences) for job in queue)
+    return sum(len(job.items) for job in queue)
 
 
 def _groups(jobs: list[_Job]) -> list[list[_Job]]:
@@ -187,11 +187,11 @@ def _groups(jobs: list[_Job]) -> list[list[_Job]]:
 class DirectDecoder:
     """No batching: each request decodes in its own thread (TM_GUIDE_BATCH_MAX_SENTENCES=1)."""
 
-    def __init__(self, translate: TranslateFn) -> None:
-        self._translate = translate
+    def __init__(self, search: SearchFn) -> None:
+        self._search = search
 
-    def translate(self, sentences: Sequence[str], options: Any, pieces: Sequence[Any]) -> Decoded:
-        return Decoded(self._translate(sentences, options, pieces), 0.0, len(sentences))
+    def translate(self, items: Sequence[Any], options: Any) -> Decoded:
+        return Decoded(self._search(items, options), 0.0, len(items))
 
     def close(self) -> None:
         """Nothing to stop."""

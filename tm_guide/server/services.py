@@ -113,19 +113,16 @@ class Services:
                 if self._decoder is None:
                     from tm_guide.server.batching import DecodeBatcher, DirectDecoder
 
-                    def translate(sentences: Any, options: Any, pieces: Any) -> Any:
-                        return translator.translate(sentences, options, pieces=pieces)
-
                     compute = self.config.compute
                     if compute.batching:
                         self._decoder = DecodeBatcher(
-                            translate,
+                            translator.search,
                             compute.batch_max_sentences,
                             compute.batch_wait_ms / 1000,
                             decoders=compute.decoders,
                         )
                     else:
-                        self._decoder = DirectDecoder(translate)
+                        self._decoder = DirectDecoder(translator.search)
         return self._decoder
 
     def close(self) -> None:

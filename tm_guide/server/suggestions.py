@@ -84,9 +84,11 @@ def suggest(
         # is seen; only the decoding is shared with concurrent requests (see batching.py).
         pieces = collect_pieces(translator, sources, mt_options)
         hits = [p.matches if p is not None else [] for p in pieces]
-        decoded = services.decoder().translate(sources, mt_options, pieces)
+        prepared = translator.prepare(sources, mt_options, pieces)
+        decoded = services.decoder().translate(prepared, mt_options)
         services.metrics.batch_sentences.observe(decoded.batch_sentences)
-        shaped = translations_json(translator, decoded.results, store, names, pieces)
+        results = translator.finish(prepared, decoded.results, mt_options)
+        shaped = translations_json(translator, results, store, names, pieces)
         for i, one in enumerate(shaped):
             stage_ms[i] = _stage_timings(pieces[i], one.pop("timings_ms"), decoded.queued_s)
         translations = list(shaped)

@@ -6,6 +6,7 @@ this module, so the blueprints stay independent of how those parts name their ob
 
 from __future__ import annotations
 
+import gc
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -40,14 +41,26 @@ MAX_LENGTH_RATIO = 2.0
 
 
 def load_translator(config: Any, bundle: Any, store: Any, aligner: Any) -> Any:
-    """A GuidedTranslator, warmed up with one sentence so that its engine and piece builder
-    exist before concurrent requests arrive (they are created lazily and without a lock)."""
+    """A GuidedTranslator, warmed up: native search has run once and the guided engine is
+    loaded, so that the first suggestions do not pay for reading the model again.
+
+    Then everything the worker holds so far (model, vocabularies, store and index objects) is
+    frozen out of Python's cyclic garbage collector: these objects live as long as the worker,
+    and a full collection that walked them held the GIL for ~160 ms at a time under load,
+    stalling every request thread."""
     from tm_guide.decoding.guided import EngineOptions, GuidedTranslator, TranslateOptions
 
     translator = GuidedTranslator(bundle, store)
     compute = config.compute
-    engine = EngineOptions(engine=compute.engine, threads=compute.resolved_threads)
-    translator.translate(["warm up"], TranslateOptions(engine=engine))
+    options = TranslateOptions(
+        engine=EngineOptions(engine=compute.engine, threads=compute.resolved_threads)
+    )
+    translator.translate(["warm up"], options)
+    engine = translator.engine_name(options)
+    if engine != "rerank":  # rerank's guided search is CTranslate2's own n-best
+        translator.step_decoder(engine, options)
+    gc.collect()
+    gc.freeze()
     return translator
 
 
