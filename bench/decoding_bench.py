@@ -155,7 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--engines",
         default="fused,torch,torch-int8,rerank,ct2",
         help="comma-separated; native always; fused:PATH runs the fused engine on one kernel "
-        "path of this CPU (avx512-vnni, avx2, neon, portable)",
+        "path of this CPU (avx512-vnni, avx2, neon-dotprod, neon, portable)",
     )
     parser.add_argument(
         "--scaling",

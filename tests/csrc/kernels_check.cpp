@@ -101,8 +101,8 @@ int main() {
   active_kernel = Kernel::portable;
   std::vector<Results> expected;
   for (const auto& c : all) expected.push_back(run(c));
-  for (Kernel k : {Kernel::avx512_vnni, Kernel::avx2, Kernel::neon}) {
-    if (!kernel_supported(k)) continue;
+  for (Kernel k : kAllKernels) {
+    if (k == Kernel::portable || !kernel_supported(k)) continue;
     active_kernel = k;
     for (int i = 0; i < cases; ++i)
       if (!same(run(all[i]), expected[i])) {

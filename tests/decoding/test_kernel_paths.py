@@ -1,7 +1,8 @@
 """Every kernel path of the fused engine gives the portable loops' bits, checked on random
 inputs by tests/csrc/kernels_check.cpp: natively (AVX-512 VNNI and AVX2 where the CPU has them)
-and for NEON by cross-compiling for AArch64 and running under QEMU user emulation (Debian's
-g++-aarch64-linux-gnu and qemu-user; the test is skipped, saying so, where they are missing).
+and for NEON, with and without the dot product extension, by cross-compiling for AArch64 and
+running under QEMU user emulation (Debian's g++-aarch64-linux-gnu and qemu-user; the test is
+skipped, saying so, where they are missing).
 The bundled model's scores and searches on every native path: tests/decoding/test_fused.py."""
 
 from __future__ import annotations
@@ -52,9 +53,20 @@ def test_the_native_kernel_paths_give_the_portable_bits(tmp_path):
     reason="no AArch64 cross compiler or QEMU user emulation "
     "(apt-get install g++-aarch64-linux-gnu qemu-user)",
 )
-def test_the_neon_path_gives_the_portable_bits_under_emulation(tmp_path):
-    report = build_and_run(
-        "aarch64-linux-gnu-g++", ["-static"], ["qemu-aarch64"], tmp_path / "kernels_check"
-    )
+def test_the_neon_paths_give_the_portable_bits_under_emulation(tmp_path):
+    """QEMU's default CPU has the dot product extension (neon-dotprod, then neon); a Cortex-A53
+    has not: there the plain NEON path is the best."""
+    binary = tmp_path / "kernels_check"
+    report = build_and_run("aarch64-linux-gnu-g++", ["-static"], ["qemu-aarch64"], binary)
+    assert "neon-dotprod: 400 cases, the portable loops' bits" in report
     assert "neon: 400 cases, the portable loops' bits" in report
-    assert "best: neon" in report
+    assert "best: neon-dotprod" in report
+    done = subprocess.run(
+        ["qemu-aarch64", "-cpu", "cortex-a53", str(binary)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "neon-dotprod" not in done.stdout
+    assert "best: neon\n" in done.stdout

@@ -54,7 +54,8 @@ def supports(rewards: Sequence[PieceReward | None]) -> bool:
 
 
 def kernel() -> str:
-    """The kernel path that runs: "avx512-vnni", "avx2", "neon" or "portable"."""
+    """The kernel path that runs: "avx512-vnni", "avx2", "neon-dotprod", "neon" or
+    "portable"."""
     return str(require_extension().kernel())
 
 

@@ -93,7 +93,7 @@ PYBIND11_MODULE(_fused, m) {
       "kernels",
       []() {
         std::vector<std::string> names;
-        for (Kernel k : {Kernel::avx512_vnni, Kernel::avx2, Kernel::neon, Kernel::portable})
+        for (Kernel k : kAllKernels)
           if (kernel_supported(k)) names.push_back(kernel_name(k));
         return names;
       },
@@ -101,7 +101,7 @@ PYBIND11_MODULE(_fused, m) {
   m.def(
       "set_kernel",
       [](const std::string& name) {
-        for (Kernel k : {Kernel::avx512_vnni, Kernel::avx2, Kernel::neon, Kernel::portable})
+        for (Kernel k : kAllKernels)
           if (name == kernel_name(k) && kernel_supported(k)) {
             active_kernel = k;
             return;

@@ -1,5 +1,6 @@
-// Int8 products and the float reductions the layers use, on four kernel paths chosen at run time:
-// AVX-512 VNNI, AVX2 (x86-64-v3), NEON (every AArch64 CPU) and portable loops. Every path computes
+// Int8 products and the float reductions the layers use, on five kernel paths chosen at run time:
+// AVX-512 VNNI, AVX2 (x86-64-v3), NEON with the dot product extension (ARMv8.2+: Graviton 2 and
+// later, Ampere, Apple, Cortex-A76 and later), NEON (every AArch64 CPU) and portable loops. Every path computes
 // the same integers and the same float operations in the same order, so a sentence gets the same
 // translation, to the bit, whichever path the CPU takes (tests/decoding/test_fused.py and
 // tests/csrc/kernels_check.cpp hold this).
@@ -18,17 +19,28 @@
 #elif defined(__aarch64__)
 #include <arm_neon.h>
 #define TMG_NEON 1
+#if defined(__linux__)
+#include <sys/auxv.h>
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1 << 20)
+#endif
+#endif
 #endif
 
 namespace tm_guide_fused {
 
-enum class Kernel { portable, avx2, avx512_vnni, neon };
+enum class Kernel { portable, avx2, avx512_vnni, neon, neon_dotprod };
+
+// Every path, fastest first (the portable loops last).
+inline constexpr Kernel kAllKernels[] = {Kernel::avx512_vnni, Kernel::avx2, Kernel::neon_dotprod,
+                                         Kernel::neon, Kernel::portable};
 
 inline const char* kernel_name(Kernel k) {
   switch (k) {
     case Kernel::avx2: return "avx2";
     case Kernel::avx512_vnni: return "avx512-vnni";
     case Kernel::neon: return "neon";
+    case Kernel::neon_dotprod: return "neon-dotprod";
     default: return "portable";
   }
 }
@@ -46,6 +58,9 @@ inline bool kernel_supported(Kernel k) {
 #endif
 #ifdef TMG_NEON
     case Kernel::neon: return true;  // part of every AArch64 CPU
+#if defined(__linux__)
+    case Kernel::neon_dotprod: return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
+#endif
 #endif
     default: return false;
   }
@@ -53,10 +68,13 @@ inline bool kernel_supported(Kernel k) {
 
 // The fastest path this CPU runs.
 inline Kernel best_kernel() {
-  for (Kernel k : {Kernel::avx512_vnni, Kernel::avx2, Kernel::neon})
+  for (Kernel k : kAllKernels)
     if (kernel_supported(k)) return k;
   return Kernel::portable;
 }
+
+// The float reductions of a path: the dot product path adds only an int8 product.
+inline Kernel reductions_of(Kernel k) { return k == Kernel::neon_dotprod ? Kernel::neon : k; }
 
 inline Kernel active_kernel = best_kernel();  // tests switch it to compare the paths
 
@@ -508,6 +526,61 @@ static void gemm_neon(const int16_t* a, int m_rows, const int8_t* packed, int n_
   }
 }
 
+// With the dot product extension: sdot adds 4 int8 products into each of 4 int32 lanes, and a
+// quarter of a packed group is exactly 4 rows x 4 inputs, so one sdot per quarter with the row's
+// 4 activations broadcast, like vpdpbusd. sdot multiplies signed bytes: the activations go in as
+// their int8 values (u8 - 128, `flipped`), and 128 * column_sum is added back so that dequantize
+// gets the very integer the other paths compute. MB rows share each loaded weight quarter.
+template <int MB>
+__attribute__((target("arch=armv8.2-a+dotprod"))) static void dotprod_tile(const int8_t* a, int kp, const int8_t* w, int n0, int n_cols,
+                         const Epilogue& e, int m0, float* y) {
+  const int groups = kp / 4;
+  int32x4_t acc[MB][4];
+  for (int i = 0; i < MB; ++i)
+    for (int q = 0; q < 4; ++q) acc[i][q] = vdupq_n_s32(0);
+  for (int g = 0; g < groups; ++g) {
+    int8x16_t wq[4];
+    for (int q = 0; q < 4; ++q) wq[q] = vld1q_s8(w + static_cast<size_t>(g) * 64 + q * 16);
+    for (int i = 0; i < MB; ++i) {
+      int32_t four;
+      std::memcpy(&four, a + static_cast<size_t>(i) * kp + g * 4, 4);
+      const int8x16_t x = vreinterpretq_s8_s32(vdupq_n_s32(four));
+      for (int q = 0; q < 4; ++q) acc[i][q] = vdotq_s32(acc[i][q], wq[q], x);
+    }
+  }
+  for (int i = 0; i < MB; ++i) {
+    int32_t lanes[16];
+    for (int q = 0; q < 4; ++q) vst1q_s32(lanes + q * 4, acc[i][q]);
+    for (int r = 0; r < 16 && n0 + r < n_cols; ++r) {
+      const int n = n0 + r;
+      y[static_cast<size_t>(m0 + i) * n_cols + n] =
+          dequantize(lanes[r] + 128 * e.column_sum[n], m0 + i, n, e);
+    }
+  }
+}
+
+__attribute__((target("arch=armv8.2-a+dotprod"))) static void gemm_neon_dotprod(
+    const int8_t* a, int m_rows, const int8_t* packed, int n_cols, int kp, const Epilogue& e,
+    float* y, int block_begin, int block_end) {
+  const size_t block_stride = static_cast<size_t>(kp / 4) * 64;
+  for (int block = block_begin; block < block_end; ++block) {
+    const int8_t* w = packed + block * block_stride;
+    int m = 0;
+    for (; m + 4 <= m_rows; m += 4)
+      dotprod_tile<4>(a + static_cast<size_t>(m) * kp, kp, w, block * 16, n_cols, e, m, y);
+    for (; m < m_rows; ++m)
+      dotprod_tile<1>(a + static_cast<size_t>(m) * kp, kp, w, block * 16, n_cols, e, m, y);
+  }
+}
+
+// The activations as their int8 values (u8 - 128), for the signed dot product.
+inline const int8_t* flipped(const uint8_t* a, size_t n) {
+  thread_local std::vector<int8_t> signed_values;
+  signed_values.resize(n);
+  for (size_t i = 0; i < n; ++i) signed_values[i] = static_cast<int8_t>(a[i] ^ 0x80);
+  return signed_values.data();
+}
+
 // exp(x - shift) for 4 values, as exp_shifted computes each (see exp8_avx2 for 2^k).
 static float32x4_t exp4_neon(float32x4_t x, float32x4_t shift) {
   const float32x4_t v = vmaxq_f32(vsubq_f32(x, shift), vdupq_n_f32(-87.0f));
@@ -584,6 +657,10 @@ inline void gemm(const uint8_t* a, int m_rows, const int8_t* b, int n_cols, int 
   const int16_t* wide = nullptr;  // the 16-bit paths widen the activations once, here
   if (kernel == Kernel::avx2 || kernel == Kernel::neon)
     wide = widened(a, static_cast<size_t>(m_rows) * kp);
+#ifdef TMG_NEON
+  const int8_t* as_signed = nullptr;  // and the dot product path takes them signed
+  if (kernel == Kernel::neon_dotprod) as_signed = flipped(a, static_cast<size_t>(m_rows) * kp);
+#endif
   auto run = [&](int begin, int end) {
     switch (kernel) {
 #ifdef TMG_X86
@@ -592,6 +669,8 @@ inline void gemm(const uint8_t* a, int m_rows, const int8_t* b, int n_cols, int 
 #endif
 #ifdef TMG_NEON
       case Kernel::neon: return gemm_neon(wide, m_rows, b, n_cols, kp, e, y, begin, end);
+      case Kernel::neon_dotprod:
+        return gemm_neon_dotprod(as_signed, m_rows, b, n_cols, kp, e, y, begin, end);
 #endif
       default: return gemm_portable(a, m_rows, b, n_cols, kp, e, y, begin, end);
     }
@@ -625,7 +704,7 @@ inline void for_each_row(int n, int threads, F f) {
 
 // Sum of exp(x[i] - shift) over a row whose maximum is shift.
 inline float sum_exp(const float* x, int n, float shift) {
-  switch (active_kernel) {
+  switch (reductions_of(active_kernel)) {
 #ifdef TMG_X86
     case Kernel::avx512_vnni: return sum_exp_avx512(x, n, shift);
     case Kernel::avx2: return sum_exp_avx2(x, n, shift);
@@ -638,7 +717,7 @@ inline float sum_exp(const float* x, int n, float shift) {
 }
 
 inline float dot(const float* a, const float* b, int n) {
-  switch (active_kernel) {
+  switch (reductions_of(active_kernel)) {
 #ifdef TMG_X86
     case Kernel::avx512_vnni: return dot_avx512(a, b, n);
     case Kernel::avx2: return dot_avx2(a, b, n);
@@ -651,7 +730,7 @@ inline float dot(const float* a, const float* b, int n) {
 }
 
 inline float max_of(const float* x, int n) {
-  switch (active_kernel) {
+  switch (reductions_of(active_kernel)) {
 #ifdef TMG_X86
     case Kernel::avx512_vnni: return max_avx512(x, n);
     case Kernel::avx2: return max_avx2(x, n);
@@ -669,7 +748,7 @@ inline float max_of(const float* x, int n) {
 
 // Bit i set where base + row[i] > threshold, for i < 16.
 inline uint32_t above16(const float* row, float base, float threshold) {
-  switch (active_kernel) {
+  switch (reductions_of(active_kernel)) {
 #ifdef TMG_X86
     case Kernel::avx512_vnni: return above16_avx512(row, base, threshold);
     case Kernel::avx2: return above16_avx2(row, base, threshold);
