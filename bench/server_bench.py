@@ -9,7 +9,10 @@ memory, then runs two fixed-size phases with --clients threads each and stops by
 
 and prints throughput and p50/p95 latency per phase, then checks that every add is in the memory
 exactly once (no lost or doubled writes) and, with MT, that a suggestion asked right after an add
-draws pieces from the segment just added (8 such pairs, one by one). Example:
+draws pieces from the segment just added (8 such pairs, one by one). Last, with the server
+stopped, it times the engine alone on the same queries (their pieces from the same memory,
+searched in batches of the server's mean engine call, in a process of its own with the server's
+environment) and prints the server's suggestions/s over the engine's. Example:
 
   python bench/server_bench.py --clients 16 --adds 400 --suggestions 200
 

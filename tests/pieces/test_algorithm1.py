@@ -5,7 +5,14 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tm_guide.pieces.collect import AlignedPair, PieceTable, collect_ngrams, pair_pieces
+from tm_guide.pieces.collect import (
+    AlignedPair,
+    PieceTable,
+    collect_ngrams,
+    compare,
+    pair_pieces,
+    piece_counts,
+)
 
 # The suite runs on a shared, often busy machine: no per-example deadline or speed check.
 PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -134,3 +141,19 @@ def test_alignment_outside_the_sentence_is_rejected() -> None:
         ValueError, match="segment 3: alignment has a link outside 2 source x 1 target"
     ):
         AlignedPair.build(3, ["a", "b"], ["A"], [(2, 0)])
+
+
+def test_a_piece_counts_only_where_its_source_words_are_unedited() -> None:
+    """A section heading "6.2.2." matched against "6.2.4.": the TM target holds "2 ." twice, but
+    the second is aligned to the edited "2", so the pair gives "2 ." once (as the input has it)
+    and clipping cannot lure the search into "6.2.2.4."."""
+    source = ["6", ".", "2", ".", "2", ".", "Mail"]
+    target = ["6", ".", "2", ".", "2", ".", "Post"]
+    pair = AlignedPair.build(1, source, target, [(i, i) for i in range(len(source))])
+    query = ["6", ".", "2", ".", "4", ".", "Mail"]
+    counts = piece_counts(compare(query, source), pair, max_n=4)
+    assert counts[("2", ".")] == 1
+    assert counts[("2",)] == 1
+    assert counts[(".",)] == 3
+    assert ("2", ".", "2") not in counts
+    assert counts[("6", ".", "2", ".")] == 1

@@ -27,8 +27,7 @@ from tm_guide.pieces.collect import (
     AlignedPair,
     PieceTable,
     compare,
-    occurrences,
-    select_pieces,
+    piece_counts,
 )
 from tm_guide.pieces.repair import MatchTemplate, RepairOptions, match_template
 from tm_guide.pieces.tokenizer import Tokenizer, tokens_to_text
@@ -43,8 +42,9 @@ class PieceOptions:
     """m: TM pairs retrieved (1..100); min_similarity: pairs below this eq. 9 similarity are
     ignored; binary_reward: every piece scores 1 (the paper's 1/0 variant, section 4);
     max_n: longest piece (the paper uses 4); clipped: each piece, single tokens included, may
-    be rewarded only as often as it occurs in the TM target it came from (used by the search
-    when repeats are off; without it, pieces of 2+ tokens once and single tokens every time);
+    be rewarded only as often as the TM pair it came from gives it (its occurrences in the
+    target aligned to unedited source words only; used by the search when repeats are off;
+    without it, pieces of 2+ tokens once and single tokens every time);
     weighting: how far a piece is trusted from its match's similarity (PieceWeighting);
     repair: when and how the best match's target is repaired instead (RepairOptions)."""
 
@@ -87,7 +87,7 @@ class TranslationPieces:
     unigrams: frozenset[str] = frozenset()
     ngrams: dict[Ngram, float] = field(default_factory=dict)
     provenance: dict[Ngram, list[int]] = field(default_factory=dict)
-    # with PieceOptions.clipped: the most times each n-gram occurs in one TM target it came from
+    # with PieceOptions.clipped: the most times one TM pair gives each n-gram (piece_counts)
     limits: dict[Ngram, int] = field(default_factory=dict)
     matches: list[FuzzyMatch] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)  # seconds per stage
@@ -143,13 +143,14 @@ class PieceBuilder:
 
         table = PieceTable()
         for hit, pair, comparison in zip(hits, pairs, comparisons, strict=True):
-            ngrams = select_pieces(comparison, pair, options.max_n, options.min_similarity)
+            counts = piece_counts(comparison, pair, options.max_n, options.min_similarity)
+            ngrams = set(counts)
             score = (
                 1.0 if options.binary_reward else options.weighting.weight(comparison.similarity)
             )
             table.add(ngrams, score, pair.segment_id)
-            if options.clipped and ngrams:
-                table.limit(occurrences(pair.target, ngrams, options.max_n))
+            if options.clipped and counts:
+                table.limit(counts)
             result.matches.append(
                 FuzzyMatch(
                     segment=hit.segment,

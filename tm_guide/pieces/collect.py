@@ -7,6 +7,7 @@ target word is unedited" is then one AND per target word.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
@@ -132,28 +133,25 @@ def select_pieces(
 ) -> set[tuple[str, ...]]:
     """Algorithm 1's n-grams, except that a pair below min_similarity, or with no unedited source
     token (W^m empty: nothing of it matches X), yields none."""
-    if not comparison.unedited or comparison.similarity < min_similarity:
-        return set()
-    return set(collect_ngrams(pair.target, pair.target_links, comparison.unedited, max_n))
+    return set(piece_counts(comparison, pair, max_n, min_similarity))
 
 
-def occurrences(
-    target: Sequence[str], ngrams: set[tuple[str, ...]], max_n: int = 4
+def piece_counts(
+    comparison: EditComparison, pair: AlignedPair, max_n: int = 4, min_similarity: float = 0.0
 ) -> dict[tuple[str, ...], int]:
-    """How often each of `ngrams` occurs in `target` (overlapping occurrences count)."""
-    counts: dict[tuple[str, ...], int] = dict.fromkeys(ngrams, 0)
-    words = tuple(target)
-    for i in range(len(words)):
-        for n in range(1, min(max_n, len(words) - i) + 1):
-            gram = words[i : i + n]
-            if gram in counts:
-                counts[gram] += 1
-    return counts
+    """select_pieces' n-grams, each with how often Algorithm 1 collects it from this pair: its
+    occurrences in the target whose aligned source words are all unedited. An occurrence aligned
+    to an edited word does not count: "6.2.2." matched against "6.2.4." gives "2 ." once, as
+    the input has it once."""
+    if not comparison.unedited or comparison.similarity < min_similarity:
+        return {}
+    return dict(Counter(collect_ngrams(pair.target, pair.target_links, comparison.unedited, max_n)))
 
 
 class PieceTable:
     """G_X, the union of the G_X^m (eq. 7); n-grams scored by eq. 8, with their source pairs
-    and, when pieces are clipped, how often one TM target holds each (the most of any pair)."""
+    and, when pieces are clipped, how often one pair gives each (the most of any pair:
+    piece_counts)."""
 
     def __init__(self) -> None:
         self.scores: dict[tuple[str, ...], float] = {}
