@@ -429,7 +429,7 @@ def bench(options: BenchOptions, variants: list[Variant], work: Path) -> int:
         for server in running:
             failed |= _report_checks(server, options.translate)
         _stop(running)
-        if options.translate:
+        if options.translate and not options.think_ms:  # saturation: the engine is the bound
             for server in running:
                 _compare_with_engine(server)
     finally:
