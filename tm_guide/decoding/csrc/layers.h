@@ -52,19 +52,25 @@ struct Linear {
   void apply(const float* x, int rows, float* y, Scratch& s) const {
     s.quantized.resize(static_cast<size_t>(rows) * kp);
     s.inverse_scales.resize(rows);
+    const int n = in;  // a local: the byte stores below may alias a member, not a local
     for_each_row(rows, s.threads, [&](int m) {
-      const float* row = x + static_cast<size_t>(m) * in;
+      const float* row = x + static_cast<size_t>(m) * n;
       float amax = 0.0f;
 #pragma omp simd reduction(max : amax)
-      for (int k = 0; k < in; ++k) amax = std::max(amax, std::fabs(row[k]));
+      for (int k = 0; k < n; ++k) amax = std::max(amax, std::fabs(row[k]));
       const float scale = amax > 0.0f ? 127.0f / amax : 1.0f;
       uint8_t* q = s.quantized.data() + static_cast<size_t>(m) * kp;
 #pragma omp simd
-      for (int k = 0; k < in; ++k) {
-        const int v = static_cast<int>(std::lrint(row[k] * scale));  // to nearest, ties even
-        q[k] = static_cast<uint8_t>(std::max(-127, std::min(127, v)) + 128);
+      for (int k = 0; k < n; ++k) {
+        // to nearest, ties even (as lrint), clamped while a float and by comparisons (std::min
+        // and std::max take references, which keeps the loop from vectorizing); a NaN becomes
+        // -127, as it did through lrint
+        float v = std::nearbyint(row[k] * scale);
+        v = v > -127.0f ? v : -127.0f;
+        v = v < 127.0f ? v : 127.0f;
+        q[k] = static_cast<uint8_t>(static_cast<int>(v) + 128);
       }
-      std::memset(q + in, 128, kp - in);
+      std::memset(q + n, 128, kp - n);
       s.inverse_scales[m] = 1.0f / scale;
     });
     const Epilogue e{column_sum.data(), inverse_scale.data(), bias.empty() ? nullptr : bias.data(),
