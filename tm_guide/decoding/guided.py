@@ -289,15 +289,17 @@ class GuidedTranslator:
     ) -> list[PreparedSentence]:
         """The first of translate's three stages: tokens, pieces, reward and template of each
         sentence. Apart from search() so that a server prepares each request in its own thread
-        and its decoding thread runs nothing but searches."""
+        and its decoding thread runs nothing but searches. Given pieces carry the tokens they
+        were collected for, which are the sentence's: it is not tokenized again."""
         if pieces is not None and len(pieces) != len(sentences):
             raise InvalidInput("pieces must hold one entry per sentence", field="pieces")
         clock = time.perf_counter
         prepared = []
         for index, sentence in enumerate(sentences):
-            tokens = self.bundle.encode_source(sentence)
+            given = pieces[index] if pieces is not None else None
+            tokens = given.tokens if given is not None else self.bundle.encode_source(sentence)
             started = clock()
-            found = pieces[index] if pieces is not None else self.collect_pieces(tokens, options)
+            found = given if pieces is not None else self.collect_pieces(tokens, options)
             spent = clock() - started
             retrieval = found.timings.get("retrieval", 0.0) if found is not None else 0.0
             timings = {"retrieval": retrieval, "pieces": max(spent - retrieval, 0.0)}
