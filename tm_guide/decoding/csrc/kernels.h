@@ -1,9 +1,9 @@
 // Int8 products and the float reductions the layers use, on five kernel paths chosen at run time:
 // AVX-512 VNNI, AVX2 (x86-64-v3), NEON with the dot product extension (ARMv8.2+: Graviton 2 and
-// later, Ampere, Apple, Cortex-A76 and later), NEON (every AArch64 CPU) and portable loops. Every path computes
-// the same integers and the same float operations in the same order, so a sentence gets the same
-// translation, to the bit, whichever path the CPU takes (tests/decoding/test_fused.py and
-// tests/csrc/kernels_check.cpp hold this).
+// later, Ampere, Apple, Cortex-A76 and later), NEON (every AArch64 CPU) and portable loops. Every
+// path computes the same integers and the same float operations in the same order, so a sentence
+// gets the same translation, to the bit, whichever path the CPU takes
+// (tests/decoding/test_fused.py and tests/csrc/kernels_check.cpp hold this).
 #pragma once
 
 #include <algorithm>
@@ -532,8 +532,9 @@ static void gemm_neon(const int16_t* a, int m_rows, const int8_t* packed, int n_
 // their int8 values (u8 - 128, `flipped`), and 128 * column_sum is added back so that dequantize
 // gets the very integer the other paths compute. MB rows share each loaded weight quarter.
 template <int MB>
-__attribute__((target("arch=armv8.2-a+dotprod"))) static void dotprod_tile(const int8_t* a, int kp, const int8_t* w, int n0, int n_cols,
-                         const Epilogue& e, int m0, float* y) {
+__attribute__((target("arch=armv8.2-a+dotprod"))) static void dotprod_tile(
+    const int8_t* a, int kp, const int8_t* w, int n0, int n_cols, const Epilogue& e, int m0,
+    float* y) {
   const int groups = kp / 4;
   int32x4_t acc[MB][4];
   for (int i = 0; i < MB; ++i)
