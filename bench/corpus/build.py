@@ -1,4 +1,4 @@
-"""Build the LibreOffice-help benchmark (TM/dev/test) and the gettext training corpus.
+"""Build the LibreOffice-help benchmark (TM/dev/test) and the training corpus (gettext, KDE).
 
 Usage (from the repository root):
     python3 bench/corpus/build.py                    # en-de benchmark + training corpus
@@ -29,6 +29,10 @@ from debs import download, extract, iter_members  # noqa: E402
 from doc_pairs import MANUALS, pair_manual  # noqa: E402
 from doc_pairs import PACKAGES as DOC_PACKAGES  # noqa: E402
 from help_pairs import pair_pages  # noqa: E402
+from kde_docs import KDOCTOOLS_PACKAGE, entity_tables, is_docbook, is_entity_file  # noqa: E402
+from kde_docs import PACKAGES as KDE_PACKAGES  # noqa: E402
+from kde_docs import collect as collect_docbooks  # noqa: E402
+from kde_docs import pair_all as pair_handbooks  # noqa: E402
 from similarity import best_match_similarities, shares  # noqa: E402
 
 HELP_PACKAGES = {
@@ -319,9 +323,9 @@ def build_docs(cache: Path, out: Path, options: SplitOptions, stats: bool) -> di
     return report
 
 
-def build_training(cache: Path, out: Path, seed: int, held_out: set[str]) -> dict:
+def catalogue_pairs(cache: Path, options: CleaningOptions) -> tuple[list, int, dict]:
+    """Cleaned gettext pairs of the catalogue packages, the raw count and the count per package."""
     debs = download(CATALOGUE_PACKAGES, cache / "debs")
-    options = CleaningOptions()
     pairs: list[tuple[str, str]] = []
     raw_count = 0
     per_package = {}
@@ -332,6 +336,33 @@ def build_training(cache: Path, out: Path, seed: int, held_out: set[str]) -> dic
             raw_count += len(raw)
             pairs.extend(clean_pairs(raw, options))
         per_package[package] = len(pairs) - before
+    return pairs, raw_count, per_package
+
+
+def handbook_pairs(cache: Path, options: CleaningOptions) -> tuple[list, int, dict]:
+    """Cleaned block pairs of the KDE handbooks, the raw count and the sections skipped."""
+    debs = download([*KDE_PACKAGES, KDOCTOOLS_PACKAGE], cache / "debs")
+    entities = entity_tables(iter_members(debs[KDOCTOOLS_PACKAGE], is_entity_file))
+    docbooks: dict[str, dict[str, bytes]] = {"en": {}, "de": {}}
+    for package in tqdm(KDE_PACKAGES, desc="handbooks", unit="pkg"):
+        for lang, found in collect_docbooks(iter_members(debs[package], is_docbook)).items():
+            docbooks[lang].update(found)
+    pairs: list[tuple[str, str]] = []
+    raw_count = skipped = 0
+    for _, page_pairs, page_skipped in pair_handbooks(docbooks, entities):
+        raw_count += len(page_pairs)
+        skipped += page_skipped
+        pairs.extend(clean_pairs(page_pairs, options))
+    pages = len(set(docbooks["en"]) & set(docbooks["de"]))
+    return pairs, raw_count, {"pages": pages, "sections_skipped": skipped}
+
+
+def build_training(cache: Path, out: Path, seed: int, held_out: set[str]) -> dict:
+    """The training TSV: UI catalogues and KDE handbooks, cleaned, deduplicated, shuffled."""
+    options = CleaningOptions()
+    catalogues, raw_count, per_package = catalogue_pairs(cache, options)
+    handbooks, handbook_raw, handbook_report = handbook_pairs(cache, options)
+    pairs = catalogues + handbooks
     cleaned = len(pairs)
     pairs = unique(pairs, by_source=False)
     deduped = len(pairs)
@@ -339,8 +370,18 @@ def build_training(cache: Path, out: Path, seed: int, held_out: set[str]) -> dic
     random.Random(seed).shuffle(pairs)
     write_tsv(out / "train" / "en-de.tsv", pairs)
     report = {
+        "description": (
+            f"German gettext catalogues (.mo) of {len(CATALOGUE_PACKAGES)} Debian bookworm "
+            f"packages and the KDE handbooks (DocBook) of {len(KDE_PACKAGES)}, cleaned "
+            "(bench/corpus/build.py); no LibreOffice help or UI text"
+        ),
         "packages": len(CATALOGUE_PACKAGES),
         "raw_pairs": raw_count,
+        "handbook_packages": len(KDE_PACKAGES),
+        "handbook_pages": handbook_report["pages"],
+        "handbook_sections_skipped": handbook_report["sections_skipped"],
+        "handbook_raw_pairs": handbook_raw,
+        "handbook_after_cleaning": len(handbooks),
         "after_cleaning": cleaned,
         "unique_pairs": deduped,
         "after_removing_dev_test_sources": len(pairs),

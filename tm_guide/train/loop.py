@@ -92,6 +92,19 @@ def keep_start_embedding_zero(model: MarianMTModel, pad_id: int) -> None:
     embedding.weight[pad_id].zero_()
 
 
+def corpus_description(train_tsv: Path) -> str:
+    """What the training TSV holds, as the corpus builder described it in its stats.json.
+
+    The builder knows which sources went in; a card must not claim a corpus the run never read.
+    """
+    stats = train_tsv.parent / "stats.json"
+    if stats.is_file():
+        description = json.loads(stats.read_text(encoding="utf-8")).get("description")
+        if description:
+            return str(description)
+    return f"{train_tsv.name} (no description beside it)"
+
+
 def learning_rate(options: TrainOptions, step: int, start_step: int = 0) -> float:
     """Linear warmup, then inverse square root decay.
 
@@ -288,8 +301,7 @@ def run(options: TrainOptions) -> dict:
 
     def training_data(final: bool) -> dict:
         return {
-            "corpus": "German gettext catalogues (.mo) of Debian bookworm packages, cleaned "
-            "(bench/corpus/build.py); no LibreOffice help or UI text",
+            "corpus": corpus_description(options.train_tsv),
             "pairs": len(train_pairs),
             "spm": f"joint SentencePiece unigram, {len(pieces) - 1} pieces"
             + (" (256 of them bytes: byte fallback)" if byte_fallback else ""),
@@ -300,6 +312,11 @@ def run(options: TrainOptions) -> dict:
             "epochs": round(state["tokens"] / max(epoch_tokens, 1), 2),
             "training_hours": round(state["train_seconds"] / 3600, 2),
             "checkpoint_averaging": final,
+            **(
+                {"warm_start": f"continued from a bundle at step {state['start_step']}"}
+                if state["start_step"]
+                else {}
+            ),
         }
 
     def save_checkpoint() -> None:
