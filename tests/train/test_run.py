@@ -35,6 +35,7 @@ def write_pairs(path: Path, count: int, seed: int) -> None:
 def test_run_stops_at_deadline_and_writes_bundle(tmp_path: Path) -> None:
     for name, count in (("train", 600), ("dev", 30), ("test", 30)):
         write_pairs(tmp_path / f"{name}.tsv", count, seed=len(name))
+    (tmp_path / "stats.json").write_text('{"description": "numbers and words, made up"}')
     options = TrainOptions(
         train_tsv=tmp_path / "train.tsv",
         dev_tsv=tmp_path / "dev.tsv",
@@ -58,4 +59,6 @@ def test_run_stops_at_deadline_and_writes_bundle(tmp_path: Path) -> None:
     assert bundle.card.add_source_eos is True
     assert bundle.card.metrics.bleu is not None and bundle.card.metrics.test_set
     assert bundle.card.training_data["steps"] == result["steps"]
+    assert bundle.card.training_data["corpus"] == "numbers and words, made up"  # stats.json
+    assert "warm_start" not in bundle.card.training_data
     assert set(bundle.card.files) >= {"model.bin", "source.spm", "target.spm"}
