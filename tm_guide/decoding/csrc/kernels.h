@@ -309,8 +309,8 @@ __attribute__((target("avx512f"))) static uint32_t above16_avx512(const float* r
 }
 #endif
 
-// The activations as 16-bit integers, for the paths that multiply in 16 bits (AVX2 and NEON have
-// no u8 x s8 product into 32 bits without 16-bit saturation).
+// The activations as 16-bit integers, for the AVX2 path (it has no u8 x s8 product into 32 bits
+// without 16-bit saturation).
 inline const int16_t* widened(const uint8_t* a, size_t n) {
   thread_local std::vector<int16_t> wide;
   wide.resize(n);
@@ -494,35 +494,56 @@ __attribute__((target("avx2"))) static uint32_t above16_avx2(const float* row, f
 
 #ifdef TMG_NEON
 // ---- NEON (AArch64) ------------------------------------------------------------------------
-// 16-bit products widened into 32-bit lanes (vmlal_s16), one accumulator per output row: the
-// same integers as the portable loops.
-static void gemm_neon(const int16_t* a, int m_rows, const int8_t* packed, int n_cols, int kp,
-                      const Epilogue& e, float* y, int block_begin, int block_end) {
+// Without the dot product extension: smull multiplies 8 signed byte pairs into 16-bit lanes
+// (|w x| <= 128 * 128 fits; no two products share a 16-bit lane) and sadalp adds neighbouring
+// products into 32-bit lanes, so a quarter of a packed group (4 rows x 4 inputs, the layout sdot
+// reads) fills two accumulators, each lane pair holding one row; vpaddq joins the pairs at the
+// end. The activations go in signed, as for sdot, and 128 * column_sum is added back: the same
+// integers as the portable loops. MB rows share each loaded weight quarter (2 x 8 accumulators
+// fill 16 of the 32 vector registers).
+template <int MB>
+static void smull_tile(const int8_t* a, int kp, const int8_t* w, int n0, int n_cols,
+                       const Epilogue& e, int m0, float* y) {
   const int groups = kp / 4;
-  const size_t block_stride = static_cast<size_t>(groups) * 64;
-  for (int block = block_begin; block < block_end; ++block) {
-    const int8_t* w = packed + block * block_stride;
-    for (int m = 0; m < m_rows; ++m) {
-      const int16_t* arow = a + static_cast<size_t>(m) * kp;
-      int32x4_t acc[16];
-      for (int r = 0; r < 16; ++r) acc[r] = vdupq_n_s32(0);
-      for (int g = 0; g < groups; ++g) {
-        const int16x4_t x = vld1_s16(arow + g * 4);
-        for (int q = 0; q < 4; ++q) {
-          const int8x16_t wq = vld1q_s8(w + static_cast<size_t>(g) * 64 + q * 16);
-          const int16x8_t lo = vmovl_s8(vget_low_s8(wq)), hi = vmovl_s8(vget_high_s8(wq));
-          acc[q * 4 + 0] = vmlal_s16(acc[q * 4 + 0], vget_low_s16(lo), x);
-          acc[q * 4 + 1] = vmlal_s16(acc[q * 4 + 1], vget_high_s16(lo), x);
-          acc[q * 4 + 2] = vmlal_s16(acc[q * 4 + 2], vget_low_s16(hi), x);
-          acc[q * 4 + 3] = vmlal_s16(acc[q * 4 + 3], vget_high_s16(hi), x);
-        }
-      }
-      for (int r = 0; r < 16; ++r) {
-        const int n = block * 16 + r;
-        if (n < n_cols)
-          y[static_cast<size_t>(m) * n_cols + n] = dequantize(vaddvq_s32(acc[r]), m, n, e);
+  int32x4_t acc[MB][8];
+  for (int i = 0; i < MB; ++i)
+    for (int q = 0; q < 8; ++q) acc[i][q] = vdupq_n_s32(0);
+  for (int g = 0; g < groups; ++g) {
+    int8x16_t wq[4];
+    for (int q = 0; q < 4; ++q) wq[q] = vld1q_s8(w + static_cast<size_t>(g) * 64 + q * 16);
+    for (int i = 0; i < MB; ++i) {
+      int32_t four;
+      std::memcpy(&four, a + static_cast<size_t>(i) * kp + g * 4, 4);
+      const int8x16_t x = vreinterpretq_s8_s32(vdupq_n_s32(four));
+      const int8x8_t x_low = vget_low_s8(x);
+      for (int q = 0; q < 4; ++q) {
+        acc[i][2 * q] = vpadalq_s16(acc[i][2 * q], vmull_s8(vget_low_s8(wq[q]), x_low));
+        acc[i][2 * q + 1] = vpadalq_s16(acc[i][2 * q + 1], vmull_high_s8(wq[q], x));
       }
     }
+  }
+  for (int i = 0; i < MB; ++i) {
+    int32_t lanes[16];
+    for (int q = 0; q < 4; ++q)
+      vst1q_s32(lanes + q * 4, vpaddq_s32(acc[i][2 * q], acc[i][2 * q + 1]));
+    for (int r = 0; r < 16 && n0 + r < n_cols; ++r) {
+      const int n = n0 + r;
+      y[static_cast<size_t>(m0 + i) * n_cols + n] =
+          dequantize(lanes[r] + 128 * e.column_sum[n], m0 + i, n, e);
+    }
+  }
+}
+
+static void gemm_neon(const int8_t* a, int m_rows, const int8_t* packed, int n_cols, int kp,
+                      const Epilogue& e, float* y, int block_begin, int block_end) {
+  const size_t block_stride = static_cast<size_t>(kp / 4) * 64;
+  for (int block = block_begin; block < block_end; ++block) {
+    const int8_t* w = packed + block * block_stride;
+    int m = 0;
+    for (; m + 2 <= m_rows; m += 2)
+      smull_tile<2>(a + static_cast<size_t>(m) * kp, kp, w, block * 16, n_cols, e, m, y);
+    for (; m < m_rows; ++m)
+      smull_tile<1>(a + static_cast<size_t>(m) * kp, kp, w, block * 16, n_cols, e, m, y);
   }
 }
 
@@ -574,7 +595,7 @@ __attribute__((target("arch=armv8.2-a+dotprod"))) static void gemm_neon_dotprod(
   }
 }
 
-// The activations as their int8 values (u8 - 128), for the signed dot product.
+// The activations as their int8 values (u8 - 128), for the signed NEON products.
 inline const int8_t* flipped(const uint8_t* a, size_t n) {
   thread_local std::vector<int8_t> signed_values;
   signed_values.resize(n);
@@ -655,12 +676,14 @@ inline void gemm(const uint8_t* a, int m_rows, const int8_t* b, int n_cols, int 
                  const Epilogue& e, float* y, int threads = 1) {
   const int blocks = (n_cols + 15) / 16;
   const Kernel kernel = active_kernel;
-  const int16_t* wide = nullptr;  // the 16-bit paths widen the activations once, here
-  if (kernel == Kernel::avx2 || kernel == Kernel::neon)
-    wide = widened(a, static_cast<size_t>(m_rows) * kp);
+#ifdef TMG_X86
+  const int16_t* wide = nullptr;  // the AVX2 path widens the activations once, here
+  if (kernel == Kernel::avx2) wide = widened(a, static_cast<size_t>(m_rows) * kp);
+#endif
 #ifdef TMG_NEON
-  const int8_t* as_signed = nullptr;  // and the dot product path takes them signed
-  if (kernel == Kernel::neon_dotprod) as_signed = flipped(a, static_cast<size_t>(m_rows) * kp);
+  const int8_t* as_signed = nullptr;  // and the NEON paths take them signed
+  if (kernel == Kernel::neon || kernel == Kernel::neon_dotprod)
+    as_signed = flipped(a, static_cast<size_t>(m_rows) * kp);
 #endif
   auto run = [&](int begin, int end) {
     switch (kernel) {
@@ -669,7 +692,7 @@ inline void gemm(const uint8_t* a, int m_rows, const int8_t* b, int n_cols, int 
       case Kernel::avx2: return gemm_avx2(wide, m_rows, b, n_cols, kp, e, y, begin, end);
 #endif
 #ifdef TMG_NEON
-      case Kernel::neon: return gemm_neon(wide, m_rows, b, n_cols, kp, e, y, begin, end);
+      case Kernel::neon: return gemm_neon(as_signed, m_rows, b, n_cols, kp, e, y, begin, end);
       case Kernel::neon_dotprod:
         return gemm_neon_dotprod(as_signed, m_rows, b, n_cols, kp, e, y, begin, end);
 #endif
