@@ -494,13 +494,34 @@ __attribute__((target("avx2"))) static uint32_t above16_avx2(const float* row, f
 
 #ifdef TMG_NEON
 // ---- NEON (AArch64) ------------------------------------------------------------------------
+// Both NEON products multiply signed bytes: the activations go in as their int8 values (u8 - 128,
+// `flipped`) and 128 * column_sum is added back, so that dequantize gets the very integer the
+// other paths compute. They share their loads (a packed group's 4 weight quarters, a row's 4
+// activations broadcast to every 32-bit lane) and that epilogue.
+inline void load_quarters(const int8_t* w, int g, int8x16_t wq[4]) {
+  for (int q = 0; q < 4; ++q) wq[q] = vld1q_s8(w + static_cast<size_t>(g) * 64 + q * 16);
+}
+
+inline int8x16_t broadcast4(const int8_t* row, int g) {
+  int32_t four;
+  std::memcpy(&four, row + g * 4, 4);
+  return vreinterpretq_s8_s32(vdupq_n_s32(four));
+}
+
+inline void store_signed(const int32_t* lanes, int n0, int n_cols, const Epilogue& e, int m,
+                         float* y) {
+  for (int r = 0; r < 16 && n0 + r < n_cols; ++r) {
+    const int n = n0 + r;
+    y[static_cast<size_t>(m) * n_cols + n] = dequantize(lanes[r] + 128 * e.column_sum[n], m, n, e);
+  }
+}
+
 // Without the dot product extension: smull multiplies 8 signed byte pairs into 16-bit lanes
 // (|w x| <= 128 * 128 fits; no two products share a 16-bit lane) and sadalp adds neighbouring
 // products into 32-bit lanes, so a quarter of a packed group (4 rows x 4 inputs, the layout sdot
 // reads) fills two accumulators, each lane pair holding one row; vpaddq joins the pairs at the
-// end. The activations go in signed, as for sdot, and 128 * column_sum is added back: the same
-// integers as the portable loops. MB rows share each loaded weight quarter (2 x 8 accumulators
-// fill 16 of the 32 vector registers).
+// end. MB rows share each loaded weight quarter (2 x 8 accumulators fill 16 of the 32 vector
+// registers).
 template <int MB>
 static void smull_tile(const int8_t* a, int kp, const int8_t* w, int n0, int n_cols,
                        const Epilogue& e, int m0, float* y) {
@@ -510,11 +531,9 @@ static void smull_tile(const int8_t* a, int kp, const int8_t* w, int n0, int n_c
     for (int q = 0; q < 8; ++q) acc[i][q] = vdupq_n_s32(0);
   for (int g = 0; g < groups; ++g) {
     int8x16_t wq[4];
-    for (int q = 0; q < 4; ++q) wq[q] = vld1q_s8(w + static_cast<size_t>(g) * 64 + q * 16);
+    load_quarters(w, g, wq);
     for (int i = 0; i < MB; ++i) {
-      int32_t four;
-      std::memcpy(&four, a + static_cast<size_t>(i) * kp + g * 4, 4);
-      const int8x16_t x = vreinterpretq_s8_s32(vdupq_n_s32(four));
+      const int8x16_t x = broadcast4(a + static_cast<size_t>(i) * kp, g);
       const int8x8_t x_low = vget_low_s8(x);
       for (int q = 0; q < 4; ++q) {
         acc[i][2 * q] = vpadalq_s16(acc[i][2 * q], vmull_s8(vget_low_s8(wq[q]), x_low));
@@ -526,11 +545,7 @@ static void smull_tile(const int8_t* a, int kp, const int8_t* w, int n0, int n_c
     int32_t lanes[16];
     for (int q = 0; q < 4; ++q)
       vst1q_s32(lanes + q * 4, vpaddq_s32(acc[i][2 * q], acc[i][2 * q + 1]));
-    for (int r = 0; r < 16 && n0 + r < n_cols; ++r) {
-      const int n = n0 + r;
-      y[static_cast<size_t>(m0 + i) * n_cols + n] =
-          dequantize(lanes[r] + 128 * e.column_sum[n], m0 + i, n, e);
-    }
+    store_signed(lanes, n0, n_cols, e, m0 + i, y);
   }
 }
 
@@ -549,9 +564,7 @@ static void gemm_neon(const int8_t* a, int m_rows, const int8_t* packed, int n_c
 
 // With the dot product extension: sdot adds 4 int8 products into each of 4 int32 lanes, and a
 // quarter of a packed group is exactly 4 rows x 4 inputs, so one sdot per quarter with the row's
-// 4 activations broadcast, like vpdpbusd. sdot multiplies signed bytes: the activations go in as
-// their int8 values (u8 - 128, `flipped`), and 128 * column_sum is added back so that dequantize
-// gets the very integer the other paths compute. MB rows share each loaded weight quarter.
+// 4 activations broadcast, like vpdpbusd. MB rows share each loaded weight quarter.
 template <int MB>
 __attribute__((target("arch=armv8.2-a+dotprod"))) static void dotprod_tile(
     const int8_t* a, int kp, const int8_t* w, int n0, int n_cols, const Epilogue& e, int m0,
@@ -562,22 +575,16 @@ __attribute__((target("arch=armv8.2-a+dotprod"))) static void dotprod_tile(
     for (int q = 0; q < 4; ++q) acc[i][q] = vdupq_n_s32(0);
   for (int g = 0; g < groups; ++g) {
     int8x16_t wq[4];
-    for (int q = 0; q < 4; ++q) wq[q] = vld1q_s8(w + static_cast<size_t>(g) * 64 + q * 16);
+    load_quarters(w, g, wq);
     for (int i = 0; i < MB; ++i) {
-      int32_t four;
-      std::memcpy(&four, a + static_cast<size_t>(i) * kp + g * 4, 4);
-      const int8x16_t x = vreinterpretq_s8_s32(vdupq_n_s32(four));
+      const int8x16_t x = broadcast4(a + static_cast<size_t>(i) * kp, g);
       for (int q = 0; q < 4; ++q) acc[i][q] = vdotq_s32(acc[i][q], wq[q], x);
     }
   }
   for (int i = 0; i < MB; ++i) {
     int32_t lanes[16];
     for (int q = 0; q < 4; ++q) vst1q_s32(lanes + q * 4, acc[i][q]);
-    for (int r = 0; r < 16 && n0 + r < n_cols; ++r) {
-      const int n = n0 + r;
-      y[static_cast<size_t>(m0 + i) * n_cols + n] =
-          dequantize(lanes[r] + 128 * e.column_sum[n], m0 + i, n, e);
-    }
+    store_signed(lanes, n0, n_cols, e, m0 + i, y);
   }
 }
 
