@@ -92,7 +92,7 @@ def main() -> None:
         help="comma-separated similarities T: also decode with the best match's target repaired "
         "where its similarity is >= T (PieceOptions.repair)",
     )
-    parser.add_argument("--gap", default="2:2", help="repair gaps, SCALE:MARGIN")
+    parser.add_argument("--gap", default="1:1", help="repair gaps, SCALE:MARGIN")
     args = parser.parse_args()
 
     from tm_guide.decoding.guided import EngineOptions, GuidedTranslator, TranslateOptions
