@@ -205,17 +205,28 @@ def test_fused_log_probs_match_ct2_int8_with_int32_products(demo_bundle):
         assert np.abs(mine - np.array(scored)).mean() < 0.01
 
 
+def assert_native_or_tie(bundle, best, output, noise=0.02):
+    """The fused engine's best hypothesis is native beam search's, or one that native ranks
+    within the int8 noise of its own best (its n-best holds it within `noise`): the fused engine
+    computes CTranslate2's int8 arithmetic, not its bits, so a near-tie may fall either way."""
+    tokens = [bundle.vocabularies.target[i] for i in best.token_ids]
+    assert best.score == pytest.approx(output.scores[0], abs=noise)
+    if tokens == output.hypotheses[0]:
+        return
+    assert tokens in output.hypotheses, (tokens, output.hypotheses)
+    assert output.scores[0] - output.scores[output.hypotheses.index(tokens)] < noise
+
+
 def test_fused_lambda_zero_matches_native_beam_search_on_the_demo_model(demo_bundle, sentences):
     bundle = demo_bundle
     decoder = fused_engine.FusedDecoder(bundle.path)
     inputs = model_inputs(bundle, sentences)
     found = beam_search(decoder, inputs, SearchOptions(beam_size=5, max_length=64, lam=0))
     native = bundle.translator.translate_batch(
-        inputs, beam_size=5, max_decoding_length=64, return_scores=True
+        inputs, beam_size=5, num_hypotheses=5, max_decoding_length=64, return_scores=True
     )
     for output, hyps in zip(native, found, strict=True):
-        assert [bundle.vocabularies.target[i] for i in hyps[0].token_ids] == output.hypotheses[0]
-        assert hyps[0].score == pytest.approx(output.scores[0], abs=0.02)
+        assert_native_or_tie(bundle, hyps[0], output)
 
 
 def test_fused_forces_a_target_prefix_as_native_translate_batch_does(demo_bundle, sentences):
@@ -231,11 +242,15 @@ def test_fused_forces_a_target_prefix_as_native_translate_batch_does(demo_bundle
         prefixes=[[index[t] for t in p] for p in prefixes],
     )
     native = bundle.translator.translate_batch(
-        inputs, beam_size=5, max_decoding_length=64, return_scores=True, target_prefix=prefixes
+        inputs,
+        beam_size=5,
+        num_hypotheses=5,
+        max_decoding_length=64,
+        return_scores=True,
+        target_prefix=prefixes,
     )
     for output, hyps in zip(native, found, strict=True):
-        assert [bundle.vocabularies.target[i] for i in hyps[0].token_ids] == output.hypotheses[0]
-        assert hyps[0].score == pytest.approx(output.scores[0], abs=0.02)
+        assert_native_or_tie(bundle, hyps[0], output)
 
 
 def test_a_sentence_gets_the_same_translation_alone_and_in_any_batch(
