@@ -348,12 +348,12 @@ def handbook_pairs(cache: Path, options: CleaningOptions) -> tuple[list, int, di
         for lang, found in collect_docbooks(iter_members(debs[package], is_docbook)).items():
             docbooks[lang].update(found)
     pairs: list[tuple[str, str]] = []
-    raw_count = skipped = 0
+    raw_count = skipped = pages = 0
     for _, page_pairs, page_skipped in pair_handbooks(docbooks, entities):
+        pages += 1
         raw_count += len(page_pairs)
         skipped += page_skipped
         pairs.extend(clean_pairs(page_pairs, options))
-    pages = len(set(docbooks["en"]) & set(docbooks["de"]))
     return pairs, raw_count, {"pages": pages, "sections_skipped": skipped}
 
 

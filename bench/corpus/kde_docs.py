@@ -18,8 +18,8 @@ from __future__ import annotations
 import html.entities
 import re
 from collections.abc import Iterable, Iterator
-from pathlib import PurePosixPath
 
+from doc_pairs import keep as keep_block
 from lxml import etree
 
 DOCBOOK = re.compile(r"^\./usr/share/doc/HTML/(en|de)/(\S+\.docbook)$")
@@ -76,8 +76,6 @@ SKIPPED = {
 JOINED = {"menuchoice": " → ", "keycombo": "+"}
 SECTIONS = {"chapter", "appendix", "preface", "sect1", "sect2", "section", "article"}
 UNKNOWN = "\ue000"  # marks an entity nothing declares (XML text cannot hold a NUL)
-LETTER = re.compile(r"[^\W\d_]")
-MAX_WORDS = 80
 PARSER = etree.XMLParser(recover=True, resolve_entities=False, no_network=True, huge_tree=True)
 
 
@@ -155,14 +153,8 @@ def parse(data: bytes, entities: dict[str, str]) -> etree._Element | None:
 
 
 def keep(source: str, target: str) -> bool:
-    """A translated block with letters, of sentence-like length and no unknown entity."""
-    return (
-        source != target
-        and UNKNOWN not in source + target
-        and bool(LETTER.search(source))
-        and len(source.split()) <= MAX_WORDS
-        and len(target.split()) <= MAX_WORDS * 2
-    )
+    """A pair the manuals would keep (doc_pairs.keep) that holds no unknown entity."""
+    return UNKNOWN not in source + target and keep_block(source, target)
 
 
 def pair_document(
@@ -186,18 +178,24 @@ def pair_document(
     return pairs, skipped
 
 
+def member_path(name: str) -> str:
+    """A .deb member's path as the patterns above spell it ("./usr/..."), whichever way the
+    archive wrote it."""
+    return name if name.startswith("./") else "./" + name
+
+
 def collect(members: Iterable[tuple[str, bytes]]) -> dict[str, dict[str, bytes]]:
     """The docbook files of the given .deb members by language, keyed by their path below it."""
     found: dict[str, dict[str, bytes]] = {"en": {}, "de": {}}
     for name, data in members:
-        match = DOCBOOK.match(name if name.startswith("./") else "./" + name)
+        match = DOCBOOK.match(member_path(name))
         if match:
             found[match.group(1)][match.group(2)] = data
     return found
 
 
 def is_docbook(name: str) -> bool:
-    return bool(DOCBOOK.match(name if name.startswith("./") else "./" + name))
+    return bool(DOCBOOK.match(member_path(name)))
 
 
 def entity_tables(members: Iterable[tuple[str, bytes]]) -> dict[str, dict[str, str]]:
@@ -205,14 +203,14 @@ def entity_tables(members: Iterable[tuple[str, bytes]]) -> dict[str, dict[str, s
     by_path = {path: key for key, path in ENTITY_FILES.items()}
     tables: dict[str, dict[str, str]] = {key: {} for key in ENTITY_FILES}
     for name, data in members:
-        key = by_path.get(name if name.startswith("./") else "./" + name)
+        key = by_path.get(member_path(name))
         if key is not None:
             tables[key] = declarations(data.decode("utf-8", errors="replace"))
     return tables
 
 
 def is_entity_file(name: str) -> bool:
-    return (name if name.startswith("./") else "./" + name) in ENTITY_FILES.values()
+    return member_path(name) in ENTITY_FILES.values()
 
 
 def pair_all(
@@ -221,4 +219,4 @@ def pair_all(
     """(handbook page, its pairs, sections skipped) for every page present in both languages."""
     for path in sorted(set(docbooks["en"]) & set(docbooks["de"])):
         pairs, skipped = pair_document(docbooks["en"][path], docbooks["de"][path], entities)
-        yield str(PurePosixPath(path)), pairs, skipped
+        yield path, pairs, skipped
