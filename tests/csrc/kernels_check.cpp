@@ -22,7 +22,7 @@ int integer(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(
 struct Case {
   int rows, out, in, kp;
   std::vector<uint8_t> a;
-  std::vector<int8_t> packed;
+  AlignedVector<int8_t> packed;
   std::vector<int32_t> column_sum;
   std::vector<float> inverse_scale, bias, row_scale;
   std::vector<float> floats, others;

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <new>
 #include <vector>
 
 #if defined(__x86_64__) || defined(_M_X64)
@@ -28,6 +29,27 @@
 #endif
 
 namespace tm_guide_fused {
+
+// Storage on 64-byte (cache line) boundaries for what the kernels load whole vectors from: with
+// malloc's 16-byte alignment a 32- or 64-byte load may straddle two lines, and whether it does
+// changed with each allocation, which made the AVX2 products' time vary by a third run to run.
+template <typename T>
+struct CacheAligned {
+  using value_type = T;
+  static constexpr std::align_val_t kAlign{64};
+  CacheAligned() = default;
+  template <typename U>
+  CacheAligned(const CacheAligned<U>&) {}
+  T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), kAlign)); }
+  void deallocate(T* p, size_t) { ::operator delete(p, kAlign); }
+  template <typename U>
+  bool operator==(const CacheAligned<U>&) const { return true; }
+  template <typename U>
+  bool operator!=(const CacheAligned<U>&) const { return false; }
+};
+template <typename T>
+using AlignedVector = std::vector<T, CacheAligned<T>>;
+using Floats = AlignedVector<float>;  // activations, weights and scratch the float kernels read
 
 enum class Kernel { portable, avx2, avx512_vnni, neon, neon_dotprod };
 
@@ -83,9 +105,9 @@ inline Kernel active_kernel = best_kernel();  // tests switch it to compare the 
 // vpdpbusd with 4 broadcast activation bytes adds 4 products to each of 16 outputs: no horizontal
 // sums. packed[(block * (kp / 4) + group) * 64 + row_in_block * 4 + j] = W[block * 16 + row, group
 // * 4 + j]
-inline std::vector<int8_t> pack_weights(const int8_t* w, int out, int in, int kp) {
+inline AlignedVector<int8_t> pack_weights(const int8_t* w, int out, int in, int kp) {
   const int blocks = (out + 15) / 16;
-  std::vector<int8_t> packed(static_cast<size_t>(blocks) * 16 * kp, 0);
+  AlignedVector<int8_t> packed(static_cast<size_t>(blocks) * 16 * kp, 0);
   for (int n = 0; n < out; ++n)
     for (int k = 0; k < in; ++k)
       packed[(static_cast<size_t>(n / 16) * (kp / 4) + k / 4) * 64 + (n % 16) * 4 + k % 4] =
@@ -312,7 +334,7 @@ __attribute__((target("avx512f"))) static uint32_t above16_avx512(const float* r
 // The activations as 16-bit integers, for the AVX2 path (it has no u8 x s8 product into 32 bits
 // without 16-bit saturation).
 inline const int16_t* widened(const uint8_t* a, size_t n) {
-  thread_local std::vector<int16_t> wide;
+  thread_local AlignedVector<int16_t> wide;
   wide.resize(n);
   for (size_t i = 0; i < n; ++i) wide[i] = static_cast<int16_t>(a[i]);
   return wide.data();
@@ -391,7 +413,7 @@ __attribute__((target("avx2"))) static void gemm_avx2(const int16_t* a, int m_ro
   const size_t block_stride = static_cast<size_t>(kp / 4) * 64;
   // With 4 pairs of rows or more, a block's weights are widened to 16 bits once (kp * 32
   // bytes: in L1 for d_model 512) instead of once per pair; the products are the same.
-  thread_local std::vector<int16_t> wide_block;
+  thread_local AlignedVector<int16_t> wide_block;
   const bool widen = m_rows >= 8;
   if (widen) wide_block.resize(block_stride);
   for (int block = block_begin; block < block_end; ++block) {
@@ -604,7 +626,7 @@ __attribute__((target("arch=armv8.2-a+dotprod"))) static void gemm_neon_dotprod(
 
 // The activations as their int8 values (u8 - 128), for the signed NEON products.
 inline const int8_t* flipped(const uint8_t* a, size_t n) {
-  thread_local std::vector<int8_t> signed_values;
+  thread_local AlignedVector<int8_t> signed_values;
   signed_values.resize(n);
   for (size_t i = 0; i < n; ++i) signed_values[i] = static_cast<int8_t>(a[i] ^ 0x80);
   return signed_values.data();

@@ -15,17 +15,17 @@ using FloatArray = py::array_t<float, py::array::c_style | py::array::forcecast>
 using Int8Array = py::array_t<int8_t, py::array::c_style | py::array::forcecast>;
 
 struct Scratch {
-  std::vector<uint8_t> quantized;
-  std::vector<float> inverse_scales;
+  AlignedVector<uint8_t> quantized;
+  Floats inverse_scales;
   int threads = 1;  // the products' threads (kernels.h gemm)
 };
 
 struct Linear {
   int out = 0, in = 0, kp = 0;
-  std::vector<int8_t> weight;        // packed (pack_weights)
-  std::vector<float> inverse_scale;  // 1 / CTranslate2's scale (float weight = int8 / scale)
+  AlignedVector<int8_t> weight;      // packed (pack_weights)
+  Floats inverse_scale;  // 1 / CTranslate2's scale (float weight = int8 / scale)
   std::vector<int32_t> column_sum;   // sum_k weight[n, k], for the +128 shift
-  std::vector<float> bias;           // empty: none
+  Floats bias;           // empty: none
 
   Linear() = default;
   Linear(const Int8Array& w, const FloatArray& scale, py::object bias_or_none) {
@@ -80,7 +80,7 @@ struct Linear {
 };
 
 struct Norm {
-  std::vector<float> gamma, beta;
+  Floats gamma, beta;
   float eps = 1e-5f;
   bool present() const { return !gamma.empty(); }
   void apply(float* x, int rows, int depth) const {
@@ -122,7 +122,7 @@ inline void activate(float* x, size_t n, int code) {
 // position j at key(j) / value(j). `q` and `weights` are scratch.
 template <typename KeyAt, typename ValueAt>
 inline void attend(const float* query, float scale, int length, int head_dim, KeyAt key,
-                   ValueAt value, float* out, std::vector<float>& q, std::vector<float>& weights) {
+                   ValueAt value, float* out, Floats& q, Floats& weights) {
   std::fill(out, out + head_dim, 0.0f);
   if (length == 0) return;  // nothing to attend to (an empty source)
   q.resize(head_dim);
@@ -147,8 +147,8 @@ inline void attend(const float* query, float scale, int length, int head_dim, Ke
 }
 
 // Columns [offset, offset + width) of a row-major [rows, stride] matrix, as [rows, width].
-inline std::vector<float> columns(const float* x, int rows, int stride, int offset, int width) {
-  std::vector<float> out(static_cast<size_t>(rows) * width);
+inline Floats columns(const float* x, int rows, int stride, int offset, int width) {
+  Floats out(static_cast<size_t>(rows) * width);
   for (int r = 0; r < rows; ++r)
     std::memcpy(out.data() + static_cast<size_t>(r) * width,
                 x + static_cast<size_t>(r) * stride + offset, width * sizeof(float));

@@ -21,8 +21,8 @@ struct EncoderLayer {
 };
 
 struct Stack {
-  std::vector<float> embeddings;  // [vocab, depth]
-  std::vector<float> positions;   // [max positions, depth]
+  Floats embeddings;  // [vocab, depth]
+  Floats positions;   // [max positions, depth]
   int max_positions = 0;
   float embedding_scale = 1.0f;
   Norm embedding_norm, final_norm;
@@ -38,7 +38,7 @@ struct Stack {
 // One sentence's cross-attention keys and values per decoder layer, [time, depth] each.
 struct Encoded {
   int length = 0;
-  std::vector<std::vector<float>> keys, values;
+  std::vector<Floats> keys, values;
 };
 
 struct StepProvider {
@@ -69,7 +69,7 @@ class Model {
     const int n_decoder = config["decoder_layers"].cast<int>();
     auto floats = [&](const std::string& key) {
       FloatArray a = weights[py::str(key)].cast<FloatArray>();
-      return std::vector<float>(a.data(), a.data() + a.size());
+      return Floats(a.data(), a.data() + a.size());
     };
     auto has = [&](const std::string& key) { return weights.contains(py::str(key)); };
     auto linear = [&](const std::string& key) {
@@ -139,7 +139,7 @@ class Model {
 
   // The sublayer input: norm(x) before the sublayer (pre-norm), else x itself.
   const float* sublayer_input(const float* x, int rows, const Norm& n,
-                              std::vector<float>& buffer) const {
+                              Floats& buffer) const {
     if (!pre_norm) return x;
     buffer.assign(x, x + static_cast<size_t>(rows) * depth);
     n.apply(buffer.data(), rows, depth);
@@ -150,7 +150,7 @@ class Model {
     std::vector<Encoded> result(sources.size());
     Scratch s;
     s.threads = threads;
-    std::vector<float> x, h, qkv, att, inner, normed, kv;
+    Floats x, h, qkv, att, inner, normed, kv;
     for (size_t b = 0; b < sources.size(); ++b) {
       const auto& ids = sources[b];
       const int time = static_cast<int>(ids.size());
@@ -169,7 +169,7 @@ class Model {
                         s);
         att.assign(static_cast<size_t>(time) * depth, 0.0f);
         for_each_row(time, threads, [&](int t) {
-          thread_local std::vector<float> q, weights_buf;
+          thread_local Floats q, weights_buf;
           for (int hh = 0; hh < heads; ++hh) {
             attend(
                 qkv.data() + static_cast<size_t>(t) * 3 * depth + hh * head_dim, scale, time,
@@ -266,7 +266,7 @@ class Decoding : public StepProvider {
       const auto& layer_values = values_[li];
       att_.assign(static_cast<size_t>(rows) * depth, 0.0f);
       for_each_row(rows, threads_, [&](int r) {
-        thread_local std::vector<float> q, weights;
+        thread_local Floats q, weights;
         for (int h = 0; h < m_.heads; ++h) {
           const int offset = h * hd;
           attend(
@@ -290,7 +290,7 @@ class Decoding : public StepProvider {
       layer.cross_q.apply(m_.sublayer_input(x_.data(), rows, layer.cross_norm, normed_), rows,
                           cq_.data(), s_);
       for_each_row(rows, threads_, [&](int r) {
-        thread_local std::vector<float> q, weights;
+        thread_local Floats q, weights;
         const Encoded& e = encoded_[row_sentences[r]];
         const float* ek = e.keys[li].data();
         const float* ev = e.values[li].data();
@@ -334,12 +334,12 @@ class Decoding : public StepProvider {
   int threads_;
   const Model& m_;
   std::vector<Encoded> encoded_;
-  std::vector<std::vector<std::vector<float>>> keys_, values_;  // [layer][step] -> [rows, depth]
+  std::vector<std::vector<Floats>> keys_, values_;  // [layer][step] -> [rows, depth]
   std::vector<std::vector<int>> ancestors_;
   std::vector<int> moved_;  // scratch for reordering ancestors_
   int step_ = 0;
   Scratch s_;
-  std::vector<float> x_, qkv_, att_, h_, cq_, inner_, logits_, normed_;
+  Floats x_, qkv_, att_, h_, cq_, inner_, logits_, normed_;
 };
 
 }  // namespace tm_guide_fused
