@@ -12,6 +12,7 @@
 #include <cstring>
 #include <limits>
 #include <new>
+#include <utility>
 #include <vector>
 
 #if defined(__x86_64__) || defined(_M_X64)
@@ -33,6 +34,7 @@ namespace tm_guide_fused {
 // Storage on 64-byte (cache line) boundaries for what the kernels load whole vectors from: with
 // malloc's 16-byte alignment a 32- or 64-byte load may straddle two lines, and whether it does
 // changed with each allocation, which made the AVX2 products' time vary by a third run to run.
+// The elements a resize() adds are not initialized (see construct).
 template <typename T>
 struct CacheAligned {
   using value_type = T;
@@ -42,6 +44,16 @@ struct CacheAligned {
   CacheAligned(const CacheAligned<U>&) {}
   T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), kAlign)); }
   void deallocate(T* p, size_t) { ::operator delete(p, kAlign); }
+  // resize() leaves new elements uninitialized: every buffer is written whole before it is read,
+  // and zero-filling a step's outputs first would touch all their pages on one thread.
+  template <typename U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <typename U, typename... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
   template <typename U>
   bool operator==(const CacheAligned<U>&) const { return true; }
   template <typename U>
@@ -753,6 +765,14 @@ inline void for_each_row(int n, int threads, F f) {
   }
 #pragma omp parallel for num_threads(parts) schedule(static)
   for (int i = 0; i < n; ++i) f(i);
+}
+
+// for_each_row for rows of `width` cheap element operations (norms, residuals, activations): on
+// one thread below ~16k elements, where starting the threads costs more than they save.
+template <typename F>
+inline void for_each_row(int n, int width, int threads, F f) {
+  const bool worth = static_cast<int64_t>(n) * width >= (1 << 14);
+  for_each_row(n, worth ? threads : 1, f);
 }
 
 // Sum of exp(x[i] - shift) over a row whose maximum is shift.

@@ -83,16 +83,18 @@ struct Norm {
   Floats gamma, beta;
   float eps = 1e-5f;
   bool present() const { return !gamma.empty(); }
-  void apply(float* x, int rows, int depth) const {
-    for (int m = 0; m < rows; ++m) {
-      float* row = x + static_cast<size_t>(m) * depth;
-      const float mu = sum_in_lanes(depth, [&](int k) { return row[k]; }) / depth;
-      const float squares =
-          sum_in_lanes(depth, [&](int k) { return (row[k] - mu) * (row[k] - mu); });
-      const float inv = 1.0f / std::sqrt(squares / depth + eps);
+  // Each row normalized on its own (on up to `threads` threads: the same bits on any count).
+  void apply(float* x, int rows, int depth, int threads = 1) const {
+    for_each_row(rows, depth, threads,
+                 [&](int m) { apply_row(x + static_cast<size_t>(m) * depth, depth); });
+  }
+  void apply_row(float* row, int depth) const {
+    const float mu = sum_in_lanes(depth, [&](int k) { return row[k]; }) / depth;
+    const float squares =
+        sum_in_lanes(depth, [&](int k) { return (row[k] - mu) * (row[k] - mu); });
+    const float inv = 1.0f / std::sqrt(squares / depth + eps);
 #pragma omp simd
-      for (int k = 0; k < depth; ++k) row[k] = (row[k] - mu) * inv * gamma[k] + beta[k];
-    }
+    for (int k = 0; k < depth; ++k) row[k] = (row[k] - mu) * inv * gamma[k] + beta[k];
   }
 };
 
@@ -102,7 +104,7 @@ inline void each(float* x, size_t n, F f) {
   for (size_t i = 0; i < n; ++i) x[i] = f(x[i]);
 }
 
-inline void activate(float* x, size_t n, int code) {
+inline void activate_row(float* x, size_t n, int code) {
   switch (code) {
     case 0: return each(x, n, [](float v) { return v > 0.0f ? v : 0.0f; });
     case 1:
@@ -116,6 +118,12 @@ inline void activate(float* x, size_t n, int code) {
     case 5: return each(x, n, [](float v) { return std::tanh(v); });
     default: return each(x, n, [](float v) { return 1.0f / (1.0f + std::exp(-v)); });
   }
+}
+
+// The activation `code` over [rows, width], rows shared out on up to `threads` threads.
+inline void activate(float* x, int rows, int width, int code, int threads) {
+  for_each_row(rows, width, threads,
+               [&](int r) { activate_row(x + static_cast<size_t>(r) * width, width, code); });
 }
 
 // softmax((query * scale) . keys) . values over `length` positions of one head; key/value of
@@ -146,12 +154,15 @@ inline void attend(const float* query, float scale, int length, int head_dim, Ke
   }
 }
 
-// Columns [offset, offset + width) of a row-major [rows, stride] matrix, as [rows, width].
-inline Floats columns(const float* x, int rows, int stride, int offset, int width) {
+// Columns [offset, offset + width) of a row-major [rows, stride] matrix, as [rows, width]; rows
+// copied on up to `threads` threads (a fresh buffer's pages are faulted in where they are written).
+inline Floats columns(const float* x, int rows, int stride, int offset, int width,
+                      int threads = 1) {
   Floats out(static_cast<size_t>(rows) * width);
-  for (int r = 0; r < rows; ++r)
+  for_each_row(rows, width, threads, [&](int r) {
     std::memcpy(out.data() + static_cast<size_t>(r) * width,
                 x + static_cast<size_t>(r) * stride + offset, width * sizeof(float));
+  });
   return out;
 }
 

@@ -131,18 +131,25 @@ class Model {
   }
 
   // x = x + h (pre-norm) or norm(x + h) (post-norm)
-  void residual(float* x, const float* h, int rows, const Norm& n) const {
-    const size_t count = static_cast<size_t>(rows) * depth;
-    for (size_t i = 0; i < count; ++i) x[i] += h[i];
-    if (!pre_norm) n.apply(x, rows, depth);
+  void residual(float* x, const float* h, int rows, const Norm& n, int threads) const {
+    for_each_row(rows, depth, threads, [&](int r) {
+      float* row = x + static_cast<size_t>(r) * depth;
+      const float* add = h + static_cast<size_t>(r) * depth;
+      for (int i = 0; i < depth; ++i) row[i] += add[i];
+      if (!pre_norm) n.apply_row(row, depth);
+    });
   }
 
   // The sublayer input: norm(x) before the sublayer (pre-norm), else x itself.
-  const float* sublayer_input(const float* x, int rows, const Norm& n,
-                              Floats& buffer) const {
+  const float* sublayer_input(const float* x, int rows, const Norm& n, Floats& buffer,
+                              int threads) const {
     if (!pre_norm) return x;
-    buffer.assign(x, x + static_cast<size_t>(rows) * depth);
-    n.apply(buffer.data(), rows, depth);
+    buffer.resize(static_cast<size_t>(rows) * depth);
+    for_each_row(rows, depth, threads, [&](int r) {
+      float* row = buffer.data() + static_cast<size_t>(r) * depth;
+      std::memcpy(row, x + static_cast<size_t>(r) * depth, depth * sizeof(float));
+      n.apply_row(row, depth);
+    });
     return buffer.data();
   }
 
@@ -161,12 +168,13 @@ class Model {
       x.resize(static_cast<size_t>(time) * depth);
       for (int t = 0; t < time; ++t)
         encoder.embed(ids[t], t, depth, x.data() + static_cast<size_t>(t) * depth);
-      if (encoder.embedding_norm.present()) encoder.embedding_norm.apply(x.data(), time, depth);
+      if (encoder.embedding_norm.present())
+        encoder.embedding_norm.apply(x.data(), time, depth, threads);
       const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
       for (const auto& layer : encoder_layers) {
         qkv.resize(static_cast<size_t>(time) * 3 * depth);
-        layer.qkv.apply(sublayer_input(x.data(), time, layer.self_norm, normed), time, qkv.data(),
-                        s);
+        const float* in = sublayer_input(x.data(), time, layer.self_norm, normed, threads);
+        layer.qkv.apply(in, time, qkv.data(), s);
         att.assign(static_cast<size_t>(time) * depth, 0.0f);
         for_each_row(time, threads, [&](int t) {
           thread_local Floats q, weights_buf;
@@ -186,15 +194,15 @@ class Model {
         });
         h.resize(static_cast<size_t>(time) * depth);
         layer.out.apply(att.data(), time, h.data(), s);
-        residual(x.data(), h.data(), time, layer.self_norm);
+        residual(x.data(), h.data(), time, layer.self_norm, threads);
         inner.resize(static_cast<size_t>(time) * layer.ffn_inner.out);
-        layer.ffn_inner.apply(sublayer_input(x.data(), time, layer.ffn_norm, normed), time,
+        layer.ffn_inner.apply(sublayer_input(x.data(), time, layer.ffn_norm, normed, threads), time,
                               inner.data(), s);
-        activate(inner.data(), inner.size(), activation);
+        activate(inner.data(), time, layer.ffn_inner.out, activation, threads);
         layer.ffn_outer.apply(inner.data(), time, h.data(), s);
-        residual(x.data(), h.data(), time, layer.ffn_norm);
+        residual(x.data(), h.data(), time, layer.ffn_norm, threads);
       }
-      if (encoder.final_norm.present()) encoder.final_norm.apply(x.data(), time, depth);
+      if (encoder.final_norm.present()) encoder.final_norm.apply(x.data(), time, depth, threads);
       Encoded& e = result[b];
       e.length = time;
       for (const auto& layer : decoder_layers) {
@@ -253,15 +261,15 @@ class Decoding : public StepProvider {
       }
     }
     if (m_.decoder.embedding_norm.present())
-      m_.decoder.embedding_norm.apply(x_.data(), rows, depth);
+      m_.decoder.embedding_norm.apply(x_.data(), rows, depth, threads_);
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
     for (size_t li = 0; li < m_.decoder_layers.size(); ++li) {
       const DecoderLayer& layer = m_.decoder_layers[li];
       qkv_.resize(static_cast<size_t>(rows) * 3 * depth);
-      layer.self_qkv.apply(m_.sublayer_input(x_.data(), rows, layer.self_norm, normed_), rows,
-                           qkv_.data(), s_);
-      keys_[li].push_back(columns(qkv_.data(), rows, 3 * depth, depth, depth));
-      values_[li].push_back(columns(qkv_.data(), rows, 3 * depth, 2 * depth, depth));
+      const float* in = m_.sublayer_input(x_.data(), rows, layer.self_norm, normed_, threads_);
+      layer.self_qkv.apply(in, rows, qkv_.data(), s_);
+      keys_[li].push_back(columns(qkv_.data(), rows, 3 * depth, depth, depth, threads_));
+      values_[li].push_back(columns(qkv_.data(), rows, 3 * depth, 2 * depth, depth, threads_));
       const auto& layer_keys = keys_[li];
       const auto& layer_values = values_[li];
       att_.assign(static_cast<size_t>(rows) * depth, 0.0f);
@@ -284,11 +292,11 @@ class Decoding : public StepProvider {
       });
       h_.resize(static_cast<size_t>(rows) * depth);
       layer.self_out.apply(att_.data(), rows, h_.data(), s_);
-      m_.residual(x_.data(), h_.data(), rows, layer.self_norm);
+      m_.residual(x_.data(), h_.data(), rows, layer.self_norm, threads_);
       // cross-attention
       cq_.resize(static_cast<size_t>(rows) * depth);
-      layer.cross_q.apply(m_.sublayer_input(x_.data(), rows, layer.cross_norm, normed_), rows,
-                          cq_.data(), s_);
+      in = m_.sublayer_input(x_.data(), rows, layer.cross_norm, normed_, threads_);
+      layer.cross_q.apply(in, rows, cq_.data(), s_);
       for_each_row(rows, threads_, [&](int r) {
         thread_local Floats q, weights;
         const Encoded& e = encoded_[row_sentences[r]];
@@ -304,16 +312,17 @@ class Decoding : public StepProvider {
         }
       });
       layer.cross_out.apply(att_.data(), rows, h_.data(), s_);
-      m_.residual(x_.data(), h_.data(), rows, layer.cross_norm);
+      m_.residual(x_.data(), h_.data(), rows, layer.cross_norm, threads_);
       // feed-forward
       inner_.resize(static_cast<size_t>(rows) * layer.ffn_inner.out);
-      layer.ffn_inner.apply(m_.sublayer_input(x_.data(), rows, layer.ffn_norm, normed_), rows,
-                            inner_.data(), s_);
-      activate(inner_.data(), inner_.size(), m_.activation);
+      in = m_.sublayer_input(x_.data(), rows, layer.ffn_norm, normed_, threads_);
+      layer.ffn_inner.apply(in, rows, inner_.data(), s_);
+      activate(inner_.data(), rows, layer.ffn_inner.out, m_.activation, threads_);
       layer.ffn_outer.apply(inner_.data(), rows, h_.data(), s_);
-      m_.residual(x_.data(), h_.data(), rows, layer.ffn_norm);
+      m_.residual(x_.data(), h_.data(), rows, layer.ffn_norm, threads_);
     }
-    if (m_.decoder.final_norm.present()) m_.decoder.final_norm.apply(x_.data(), rows, depth);
+    if (m_.decoder.final_norm.present())
+      m_.decoder.final_norm.apply(x_.data(), rows, depth, threads_);
     const int vocab = m_.vocab;
     logits_.resize(static_cast<size_t>(rows) * vocab);
     m_.projection.apply(x_.data(), rows, logits_.data(), s_);
