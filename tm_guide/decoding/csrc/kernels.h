@@ -768,10 +768,10 @@ inline void for_each_row(int n, int threads, F f) {
 }
 
 // for_each_row for rows of `width` cheap element operations (norms, residuals, activations): on
-// one thread below ~16k elements, where starting the threads costs more than they save.
+// one thread below 64k elements, where starting the threads costs about what they save.
 template <typename F>
 inline void for_each_row(int n, int width, int threads, F f) {
-  const bool worth = static_cast<int64_t>(n) * width >= (1 << 14);
+  const bool worth = static_cast<int64_t>(n) * width >= (1 << 16);
   for_each_row(n, worth ? threads : 1, f);
 }
 
