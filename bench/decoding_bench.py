@@ -82,16 +82,16 @@ def best_time(run: Callable[[], object], repeat: int) -> tuple[float, object]:
 
 
 def interleaved_times(
-    runs: dict[str, Callable[[list[int]], object]], ids: list[int], repeat: int
+    runs: dict[str, Callable[[list[int]], object]], ids: list[int], repeat: int, singles: int
 ) -> tuple[dict[str, float], dict[str, float], dict[str, object]]:
-    """Per run: the sum over sentences of the best per-sentence time, the best batch time, and
-    the batch output. Runs alternate sentence by sentence (and batch by batch), so that a
-    machine whose load changes during the bench slows all of them alike."""
-    single = {name: [float("inf")] * len(ids) for name in runs}
+    """Per run: the sum over the first `singles` sentences of the best per-sentence time, the
+    best batch time, and the batch output. Runs alternate sentence by sentence (and batch by
+    batch), so that a machine whose load changes during the bench slows all of them alike."""
+    single = {name: [float("inf")] * singles for name in runs}
     batch = dict.fromkeys(runs, float("inf"))
     outputs: dict[str, object] = {}
     for _ in range(repeat):
-        for position, i in enumerate(ids):
+        for position, i in enumerate(ids[:singles]):
             for name, run in runs.items():
                 started = time.perf_counter()
                 run([i])
@@ -151,6 +151,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=1, help="for CTranslate2 and PyTorch alike")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--exact-sentences", type=int, default=8)
+    parser.add_argument(
+        "--single-sentences",
+        type=int,
+        help="time one sentence at a time over only the first N (default: all; under emulation "
+        "the batch of all is what a run has time for)",
+    )
     parser.add_argument(
         "--engines",
         default="fused,torch,torch-int8,rerank,ct2",
@@ -252,7 +258,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     rows = []
     timed: dict[str, Callable[[list[int]], object]] = {"native (unguided)": native_ids, **engines}
-    single_times, batch_times, outputs = interleaved_times(timed, every, args.repeat)
+    singles = min(args.single_sentences or len(every), len(every))
+    single_times, batch_times, outputs = interleaved_times(timed, every, args.repeat, singles)
     # The exact CTranslate2 engine is too slow for every sentence; the fast exact engine, which
     # agrees with it, stands in as the reference over the whole set.
     fast_exact = next(
@@ -293,13 +300,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{'agree':>8}{'= ' + (fast_exact or '-'):>14}"
     )
     for name, single, batch, agree, agree_all in rows:
-        per_sentence = single / len(every) * 1000
+        per_sentence = single / singles * 1000
         print(
             f"{name:<24}{per_sentence:>12.1f}{single / native_single:>10.2f}"
             f"{batch * 1000:>12.0f}{batch / native_batch:>10.2f}"
             f"{'' if agree is None else f'{agree:.0%}':>8}"
             f"{'' if agree_all is None else f'{agree_all:.0%}':>14}"
         )
+    if singles < len(every):
+        print(f"ms/sentence: the first {singles} sentences, one at a time")
     if "ct2" in wanted:
         print(f"agree: same output as the exact CTranslate2 engine (first {len(few)} sentences)")
     if fast_exact is not None:
