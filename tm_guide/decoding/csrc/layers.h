@@ -22,10 +22,10 @@ struct Scratch {
 
 struct Linear {
   int out = 0, in = 0, kp = 0;
-  AlignedVector<int8_t> weight;      // packed (pack_weights)
-  Floats inverse_scale;  // 1 / CTranslate2's scale (float weight = int8 / scale)
-  std::vector<int32_t> column_sum;   // sum_k weight[n, k], for the +128 shift
-  Floats bias;           // empty: none
+  AlignedVector<int8_t> weight;     // packed (pack_weights)
+  Floats inverse_scale;             // 1 / CTranslate2's scale (float weight = int8 / scale)
+  std::vector<int32_t> column_sum;  // sum_k weight[n, k], for the +128 shift
+  Floats bias;                      // empty: none
 
   Linear() = default;
   Linear(const Int8Array& w, const FloatArray& scale, py::object bias_or_none) {
