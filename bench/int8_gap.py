@@ -238,7 +238,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     as_floats = referenced()
     tokens = sum(len(t) + 1 for t in targets)
     print(f"bundle {args.bundle.name}, {len(inputs)} sentences, {tokens} tokens (native outputs)")
-    print(f"{'per-token |log-prob gap|':<62}{'mean':>8}{'p99':>8}{'max':>8}")
+    print(f"{'per-token |log-prob gap|':<68}{'mean':>8}{'p99':>8}{'max':>8}")
     rows = [
         ("CTranslate2 int8 - CTranslate2 float32", int8, float32),
         ("reference, nothing quantized - CTranslate2 float32", as_floats, float32),
@@ -247,15 +247,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         ("reference, every linear quantized - CTranslate2 int8", every, int8),
     ]
     for label, a, b in rows:
-        print(f"{label:<62}{gaps(a, b)}")
+        print(f"{label:<68}{gaps(a, b)}")
     for kind in KINDS:
         reference.quantized = set(KINDS) - {kind}
         label = f"reference, {kind} in float - CTranslate2 int8"
-        print(f"{label:<62}{gaps(referenced(), int8)}")
+        print(f"{label:<68}{gaps(referenced(), int8)}")
     reference.quantized = set(KINDS)
     reference.ties_away = True
     label = "reference, ties away from zero - CTranslate2 int8"
-    print(f"{label:<62}{gaps(referenced(), int8)}")
+    print(f"{label:<68}{gaps(referenced(), int8)}")
     return 0
 
 
