@@ -147,17 +147,20 @@ class Reference:
         x = self.embed("encoder", ids)
         depth = x.shape[1]
         for i in range(count_layers(self.m, "encoder")):
-
-            def attention(h: np.ndarray, i: int = i) -> np.ndarray:
-                qkv = self.linear(h, "encoder", i, "self_attention/linear_0")
-                a = self.attend(
-                    qkv[:, :depth], qkv[:, depth : 2 * depth], qkv[:, 2 * depth :], False
-                )
-                return self.linear(a, "encoder", i, "self_attention/linear_1")
-
+            attention = self.self_attention("encoder", i, depth, causal=False)
             x = self.sublayer(x, f"encoder/layer_{i}/self_attention/layer_norm", attention)
             x = self.sublayer(x, f"encoder/layer_{i}/ffn/layer_norm", self.ffn("encoder", i))
         return self.norm(x, "encoder/layer_norm")
+
+    def self_attention(
+        self, stack: str, i: int, depth: int, causal: bool
+    ) -> Callable[[np.ndarray], np.ndarray]:
+        def run(h: np.ndarray) -> np.ndarray:
+            qkv = self.linear(h, stack, i, "self_attention/linear_0")
+            a = self.attend(qkv[:, :depth], qkv[:, depth : 2 * depth], qkv[:, 2 * depth :], causal)
+            return self.linear(a, stack, i, "self_attention/linear_1")
+
+        return run
 
     def ffn(self, stack: str, i: int) -> Callable[[np.ndarray], np.ndarray]:
         def run(h: np.ndarray) -> np.ndarray:
@@ -166,18 +169,15 @@ class Reference:
 
         return run
 
-    def score(self, source: Sequence[int], target: Sequence[int], start: int, end: int):
+    def score(
+        self, source: Sequence[int], target: Sequence[int], start: int, end: int
+    ) -> np.ndarray:
+        """The log-probs of `target` then `end`, teacher-forced from `start`."""
         memory = self.encode(source)
         y = self.embed("decoder", [start, *target])
         depth = y.shape[1]
         for i in range(count_layers(self.m, "decoder")):
-
-            def self_attention(h: np.ndarray, i: int = i) -> np.ndarray:
-                qkv = self.linear(h, "decoder", i, "self_attention/linear_0")
-                a = self.attend(
-                    qkv[:, :depth], qkv[:, depth : 2 * depth], qkv[:, 2 * depth :], True
-                )
-                return self.linear(a, "decoder", i, "self_attention/linear_1")
+            self_attention = self.self_attention("decoder", i, depth, causal=True)
 
             def cross_attention(h: np.ndarray, i: int = i) -> np.ndarray:
                 q = self.linear(h, "decoder", i, "attention/linear_0")
