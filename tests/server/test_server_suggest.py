@@ -201,6 +201,9 @@ def test_a_close_match_is_repaired_on_request_and_named_in_the_answer(server) ->
     assert named["segment_id"] == added["segment"]["id"] and named["memory"] == "close"
     assert 0.5 <= named["similarity"] < 1.0
     for piece in translation["pieces_used"]:  # spans follow the text as written
+        if not piece["text"].strip():  # a lone "▁" of the TM target writes no character
+            assert piece["span"] is None, piece
+            continue
         start, end = piece["span"]
         assert translation["mt_text"][start:end].strip()
     guided = ask(repair="off").json["results"][0]["translation"]
