@@ -84,7 +84,7 @@ struct Norm {
   float eps = 1e-5f;
   bool present() const { return !gamma.empty(); }
   // Each row normalized on its own (on up to `threads` threads: the same bits on any count).
-  void apply(float* x, int rows, int depth, int threads = 1) const {
+  void apply(float* x, int rows, int depth, int threads) const {
     for_each_row(rows, depth, threads,
                  [&](int m) { apply_row(x + static_cast<size_t>(m) * depth, depth); });
   }
@@ -157,7 +157,7 @@ inline void attend(const float* query, float scale, int length, int head_dim, Ke
 // Columns [offset, offset + width) of a row-major [rows, stride] matrix, as [rows, width]; rows
 // copied on up to `threads` threads (a fresh buffer's pages are faulted in where they are written).
 inline Floats columns(const float* x, int rows, int stride, int offset, int width,
-                      int threads = 1) {
+                      int threads) {
   Floats out(static_cast<size_t>(rows) * width);
   for_each_row(rows, width, threads, [&](int r) {
     std::memcpy(out.data() + static_cast<size_t>(r) * width,

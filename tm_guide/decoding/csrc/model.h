@@ -208,8 +208,8 @@ class Model {
       for (const auto& layer : decoder_layers) {
         kv.resize(static_cast<size_t>(time) * 2 * depth);
         layer.cross_kv.apply(x.data(), time, kv.data(), s);
-        e.keys.push_back(columns(kv.data(), time, 2 * depth, 0, depth));
-        e.values.push_back(columns(kv.data(), time, 2 * depth, depth, depth));
+        e.keys.push_back(columns(kv.data(), time, 2 * depth, 0, depth, threads));
+        e.values.push_back(columns(kv.data(), time, 2 * depth, depth, depth, threads));
       }
     }
     return result;
