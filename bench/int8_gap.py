@@ -23,18 +23,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
+import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from tm_guide.decoding.fused_engine import FusedDecoder, model_arrays  # noqa: E402
 from tm_guide.decoding.model_file import CT2ModelFile, read_model_file  # noqa: E402
-from tm_guide.decoding.transformer_spec import (  # noqa: E402
-    count_layers,
-    embedding_scale,
-    embeddings_key,
-    layer_norm_epsilon,
-    position_encodings,
-)
+from tm_guide.decoding.torch_step import activate  # noqa: E402
 
 DEFAULT_BUNDLE = ROOT / "tm_guide" / "models" / "demo-en-de"
 
@@ -54,47 +50,26 @@ KINDS = {
     "output projection": ("decoder", "projection"),
 }
 
-ACTIVATIONS: dict[int, Callable[[np.ndarray], np.ndarray]] = {
-    0: lambda x: np.maximum(x, 0.0),
-    1: lambda x: 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3))),
-    2: lambda x: x / (1 + np.exp(-x)),
-    3: lambda x: 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2))),
-    4: lambda x: x / (1 + np.exp(-1.702 * x)),
-    5: np.tanh,
-    6: lambda x: 1 / (1 + np.exp(-x)),
-}
+# the kind of each (stack, path) a linear is read from
+KIND_OF = {place: kind for kind, place in KINDS.items()}
 
 
 class Reference:
     """Teacher-forced log-probs of a CTranslate2 Transformer bundle in float64, with the int8
-    scheme applied to the linears of the kinds in `quantized`."""
+    scheme applied to the linears of the kinds in `quantized`. It reads the model as the fused
+    engine does (`model_arrays`: the same int8 rows and scales, embeddings, positions, config)."""
 
     def __init__(self, model: CT2ModelFile) -> None:
-        self.m = model
-        self.heads = int(model.scalar("decoder/num_heads"))
-        self.pre_norm = bool(model.scalar("decoder/pre_norm", 1))
-        self.activation = ACTIVATIONS[int(model.scalar("decoder/activation", 0))]
-        self.eps = layer_norm_epsilon(model)
-        self.start_from_zero = bool(
-            model.has("decoder/start_from_zero_embedding")
-            and model.scalar("decoder/start_from_zero_embedding")
-        )
+        self.config, weights = model_arrays(model)
+        self.arrays = {name: np.asarray(a, dtype=np.float64) for name, a in weights.items()}
+        self.heads = int(self.config["heads"])
         self.quantized: set[str] = set(KINDS)
         self.ties_away = False
 
-    def floats(self, name: str) -> np.ndarray:
-        return np.asarray(self.m.dequantized(name), dtype=np.float64)
-
     def linear(self, x: np.ndarray, stack: str, layer: int | None, path: str) -> np.ndarray:
         name = f"{stack}/{path}" if layer is None else f"{stack}/layer_{layer}/{path}"
-        raw = self.m.get(f"{name}/weight")
-        if raw.dtype != np.int8:
-            raise SystemExit(f"{name} is not int8: this reference is for int8 bundles")
-        scale_name = self.m.aliases.get(f"{name}/weight", f"{name}/weight") + "_scale"
-        w_scale = self.m.get(scale_name).astype(np.float64).reshape(-1)
-        w = raw.astype(np.float64)
-        kind = next(k for k, (s, p) in KINDS.items() if s == stack and p == path)
-        if kind in self.quantized:
+        w, w_scale = self.arrays[f"{name}/weight"], self.arrays[f"{name}/weight_scale"]
+        if KIND_OF[stack, path] in self.quantized:
             amax = np.abs(x).max(axis=1).astype(np.float32)
             scale = np.where(amax > 0, np.float32(127.0) / np.maximum(amax, 1e-30), 1.0)
             v = (x.astype(np.float32) * scale.astype(np.float32)[:, None]).astype(np.float64)
@@ -102,17 +77,20 @@ class Reference:
             y = (np.clip(q, -127, 127) @ w.T) / scale.astype(np.float64)[:, None] / w_scale
         else:
             y = x @ (w / w_scale[:, None]).T
-        bias = f"{name}/bias"
-        return y + self.floats(bias) if self.m.has(bias) else y
+        bias = self.arrays.get(f"{name}/bias")
+        return y if bias is None else y + bias
 
     def norm(self, x: np.ndarray, name: str) -> np.ndarray:
-        if not self.m.has(f"{name}/gamma"):
+        gamma = self.arrays.get(f"{name}/gamma")
+        if gamma is None:
             return x
         mu = x.mean(axis=1, keepdims=True)
         var = ((x - mu) ** 2).mean(axis=1, keepdims=True)
-        return (x - mu) / np.sqrt(var + self.eps) * self.floats(f"{name}/gamma") + self.floats(
-            f"{name}/beta"
-        )
+        return (x - mu) / np.sqrt(var + self.config["eps"]) * gamma + self.arrays[f"{name}/beta"]
+
+    def activate(self, x: np.ndarray) -> np.ndarray:
+        """CTranslate2's activation code of the model, as the torch engine computes it."""
+        return activate(torch.from_numpy(x), self.config["activation"]).numpy()
 
     def attend(self, q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool) -> np.ndarray:
         rows, depth = q.shape
@@ -130,23 +108,21 @@ class Reference:
     def sublayer(
         self, x: np.ndarray, norm: str, compute: Callable[[np.ndarray], np.ndarray]
     ) -> np.ndarray:
-        if self.pre_norm:
+        if self.config["pre_norm"]:
             return x + compute(self.norm(x, norm))
         return self.norm(x + compute(x), norm)
 
     def embed(self, stack: str, ids: Sequence[int]) -> np.ndarray:
-        table = self.floats(f"{embeddings_key(self.m, stack)}/weight")
-        depth = table.shape[1]
-        x = table[list(ids)] * embedding_scale(self.m, stack, depth)
-        if stack == "decoder" and self.start_from_zero:
+        x = self.arrays[f"{stack}/embeddings"][list(ids)] * self.config[f"{stack}_embedding_scale"]
+        if stack == "decoder" and self.config["start_from_zero"]:
             x[0] = 0.0
-        x = x + position_encodings(self.m, stack, depth)[: len(ids)].astype(np.float64)
+        x = x + self.arrays[f"{stack}/positions"][: len(ids)]
         return self.norm(x, f"{stack}/layernorm_embedding")
 
     def encode(self, ids: Sequence[int]) -> np.ndarray:
         x = self.embed("encoder", ids)
         depth = x.shape[1]
-        for i in range(count_layers(self.m, "encoder")):
+        for i in range(self.config["encoder_layers"]):
             attention = self.self_attention("encoder", i, depth, causal=False)
             x = self.sublayer(x, f"encoder/layer_{i}/self_attention/layer_norm", attention)
             x = self.sublayer(x, f"encoder/layer_{i}/ffn/layer_norm", self.ffn("encoder", i))
@@ -164,7 +140,7 @@ class Reference:
 
     def ffn(self, stack: str, i: int) -> Callable[[np.ndarray], np.ndarray]:
         def run(h: np.ndarray) -> np.ndarray:
-            inner = self.activation(self.linear(h, stack, i, "ffn/linear_0"))
+            inner = self.activate(self.linear(h, stack, i, "ffn/linear_0"))
             return self.linear(inner, stack, i, "ffn/linear_1")
 
         return run
@@ -176,7 +152,7 @@ class Reference:
         memory = self.encode(source)
         y = self.embed("decoder", [start, *target])
         depth = y.shape[1]
-        for i in range(count_layers(self.m, "decoder")):
+        for i in range(self.config["decoder_layers"]):
             self_attention = self.self_attention("decoder", i, depth, causal=True)
 
             def cross_attention(h: np.ndarray, i: int = i) -> np.ndarray:
@@ -206,7 +182,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     sys.path.insert(0, str(ROOT / "bench"))
     from decoding_bench import SAMPLE
 
-    from tm_guide.decoding.fused_engine import FusedDecoder
     from tm_guide.model import Bundle
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -215,6 +190,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     bundle = Bundle.load(args.bundle, device="cpu", intra_threads=1)
+    if bundle.card.quantization != "int8":
+        print(f"{args.bundle} is {bundle.card.quantization}: this reference is for int8 bundles")
+        return 2
     inputs = [bundle.source_input(bundle.encode_source(s)) for s in SAMPLE[: args.sentences]]
     outputs = [o.hypotheses[0] for o in bundle.translator.translate_batch(inputs, beam_size=5)]
     int8 = [np.array(r.log_probs) for r in bundle.translator.score_batch(inputs, outputs)]

@@ -69,7 +69,7 @@ class FusedDecoder(TargetVocabulary):
             model_file.config.get("eos_token", "</s>"),
             start_token(model_file),
         )
-        config, weights = _model_arrays(model_file)
+        config, weights = model_arrays(model_file)
         self.max_source_positions = len(weights["encoder/positions"])
         self.max_target_positions = len(weights["decoder/positions"])
         self._model = fused.Model(config, weights)
@@ -112,8 +112,9 @@ class FusedDecoder(TargetVocabulary):
         )
 
 
-def _model_arrays(model: CT2ModelFile) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """The config and weights the compiled Model takes (see fused.cpp's Model)."""
+def model_arrays(model: CT2ModelFile) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """The config and weights the compiled Model takes (see fused.cpp's Model): what the fused
+    engine reads of a model, for anything that must compute what it computes."""
     for key in ("pre_norm", "activation", "num_heads"):
         enc, dec = f"encoder/{key}", f"decoder/{key}"
         if model.has(enc) and model.has(dec) and model.scalar(enc) != model.scalar(dec):
