@@ -267,7 +267,9 @@ def test_bad_input_changes_nothing(server, memories, keys) -> None:
         ({"q": "Hi", "source": "??", "target": "de"}, "docs", 400, "ValidationException", "tag"),
         ({"q": "Hi", "target": "de", "alt_translations": "99"}, "docs", 400, "Validation", "alt"),
         ({"q": "Hi", "target": "de", "hints": "999"}, "docs", 404, "NotFoundException", "999"),
-        ({"q": "Hi", "target": "de", "hints": "OTHER"}, "docs", 403, "Forbidden", "other"),
+        # outside the key's scope: answered as a memory that does not exist, without its name
+        ({"q": "Hi", "target": "de", "hints": "OTHER"}, "docs", 404, "NotFound", "not exist"),
+        ({"q": "Hi", "target": "de", "hints": "docs"}, "docs", 404, "NotFound", "docs"),
         ({"q": "x" * 2001, "target": "de"}, "docs", 400, "ValidationException", "limit"),
     ],
 )
@@ -283,6 +285,7 @@ def test_translate_errors_are_modernmt_envelopes(
     assert (
         body["error"]["type"].startswith(kind) and says.lower() in body["error"]["message"].lower()
     )
+    assert "other" not in body["error"]["message"]
 
 
 @pytest.mark.parametrize(
@@ -327,8 +330,10 @@ def test_rights_routes_and_methods(server, memories, keys) -> None:
         mmt(server, "wrong").memories.list()
     assert (raised.value.status, raised.value.type) == (401, "AuthenticationException")
     for method, path, status, kind, says in [
-        ("GET", f"/memories/{memories['other']}", 403, "ForbiddenException", "read"),
+        # outside the scope and missing are answered alike, naming only the id asked for
+        ("GET", f"/memories/{memories['other']}", 404, "NotFoundException", "not exist"),
         ("GET", "/memories/123456", 404, "NotFoundException", "123456"),
+        ("GET", "/memories/docs", 404, "NotFoundException", "not exist"),  # ids only
         ("GET", "/import-jobs/not-a-job", 404, "NotFoundException", "not-a-job"),
         ("GET", "/nothing", 404, "NotFoundException", "endpoint"),
         ("GET", "", 404, "NotFoundException", "endpoint"),
@@ -337,3 +342,46 @@ def test_rights_routes_and_methods(server, memories, keys) -> None:
     ]:
         assert_error(weblate(server, method, path, reader), status, kind, says)
     assert data(weblate(server, "GET", f"/memories/{docs}", reader))["name"] == "docs"
+
+
+def test_memory_names_and_ids_are_never_confused(server, memories) -> None:
+    """/v1 finds a memory by name, ModernMT by id, and neither falls back on the other: a key
+    scoped to the name "N" never reaches the memory whose id is N, and creating a memory named
+    "N" makes a new memory."""
+    admin = server.client
+    secret = admin.post(
+        "/v1/memories", {"name": "secret-ids", "source_lang": "en", "target_lang": "de"}
+    ).json
+    id_text = str(secret["id"])
+    scoped = admin.with_token(server.create_key("by-id", f"{id_text}:write"))
+    for method, path, body in [
+        ("GET", f"/v1/memories/{id_text}", None),
+        ("GET", f"/v1/memories/{id_text}/export", None),
+        ("POST", f"/v1/memories/{id_text}/segments", {"source": "a", "target": "b"}),
+    ]:
+        reply = scoped.request(method, path, body)
+        assert reply.status in (403, 404), (path, reply.status, reply.body)
+        assert b"secret-ids" not in reply.body
+    assert admin.get(f"/v1/memories/{id_text}").status == 404
+    # ModernMT's create of a name that is some memory's id makes a new memory of that name
+    created = data(weblate(server, "POST", "/memories", admin.token, data={"name": id_text}))
+    assert created["name"] == id_text and created["id"] != secret["id"]
+    assert data(weblate(server, "GET", f"/memories/{id_text}", admin.token))["name"] == "secret-ids"
+    assert admin.get(f"/v1/memories/{id_text}").json["id"] == created["id"]
+    # now the scoped key reaches the memory named so, and only that one
+    assert scoped.get(f"/v1/memories/{id_text}").json["id"] == created["id"]
+
+
+def test_memory_create_checks_the_whole_body_first(server, memories, keys) -> None:
+    """An existing name is answered with that memory only after the body passed its checks."""
+    for fields in ({"name": "docs", "description": "bad\x01"}, {"name": "docs", "external_id": ""}):
+        reply = weblate(server, "POST", "/memories", keys["admin"], data=fields)
+        if "description" in fields:
+            assert_error(reply, 400, "ValidationException", "description")
+        else:
+            assert data(reply)["id"] == memories["docs"]
+    for name in ("ab\n", "\tab", " docs "):
+        reply = server.client.post(
+            "/v1/memories", {"name": name, "source_lang": "en", "target_lang": "de"}
+        )
+        assert reply.status == 400 and "whitespace" in reply.json["message"], reply.body

@@ -310,20 +310,21 @@ class WhooshIndex(SourceIndex):
             scored = [
                 (score, sid) for sid, score in overlay.score(chosen, frequency, stats).items()
             ]
+            # Documents whose segment the overlay holds are hidden (its newer text is scored
+            # from the overlay), and one segment may have several such documents on disk. The
+            # window grows by what it still lacks at every round, so it only ever widens, and
+            # the loop ends once `limit` documents are found or the window holds all there are.
             want = limit
             while True:
                 ranked = top_documents(leaves, stats, frequency, chosen, want)
-                hidden = 0
                 found = []
                 for score, leaf, docnum in ranked:
                     segment_id = int(leaf.stored_id(docnum))
-                    if segment_id in overlay:  # its newer text is scored from the overlay
-                        hidden += 1
-                    else:
+                    if segment_id not in overlay:
                         found.append((score, segment_id))
-                if not hidden or len(ranked) < want:
+                if len(found) >= limit or len(ranked) < want:
                     break
-                want = limit + hidden
+                want += limit - len(found)
             scored.extend(found)
             scored.sort(key=lambda item: (-item[0], item[1]))
             return [(sid, score) for score, sid in scored[:limit]]

@@ -148,9 +148,12 @@ class Bundle:
     def target_surfaces(self, text: str) -> tuple[list[str], list[str]]:
         """Target pieces of `text` and the characters of `text` each stands for (before the
         normalizer: "…" where the piece says "..."; a byte-fallback character's text on its
-        last byte piece, "" on the others)."""
-        proto = self.target_sp.encode(text, return_type="proto")
-        return [p.piece for p in proto.pieces], [p.surface for p in proto.pieces]
+        last byte piece, "" on the others).
+
+        SentencePiece's offset mapping gives the same surfaces as its proto's without needing
+        protobuf, which the serve install does not have."""
+        mapped = self.target_sp.encode(text, out_type="offset_mapping")
+        return list(mapped["pieces"]), [text[begin:end] for begin, end in mapped["offsets"]]
 
     def render_target(
         self, tokens: Sequence[str], surfaces: Sequence[str | None]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tm_guide import languages
-from tm_guide.errors import Forbidden, InvalidInput, Unprocessable
+from tm_guide.errors import InvalidInput, NotFound, Unprocessable
 from tm_guide.server.auth import Principal
 from tm_guide.server.config import ProtocolOptions
 from tm_guide.server.services import Services
@@ -74,8 +74,10 @@ def memories_for(
     those the protocol is configured with, else every memory of the pair the key may read; and
     the glossaries the request names, beside whichever of these applies.
 
-    A memory named by the request or the configuration must exist (NotFound), be readable by the
-    key (Forbidden) and serve the pair (Unprocessable); the scope rule never fails, it only picks.
+    A memory named by the request or the configuration must exist and be readable by the key,
+    else NotFound, the same answer for both, naming only what was asked for, so that a key
+    cannot probe for memories outside its scope; and it must serve the pair (Unprocessable).
+    The scope rule never fails, it only picks.
     """
     store = services.store()
     chosen = named or configured
@@ -87,13 +89,14 @@ def memories_for(
             if principal.allows(m.name, "read")
             and languages.pair_matches((m.source_lang, m.target_lang), pair)
         ]
-    for name in dict.fromkeys([*chosen, *glossaries]):
-        memory = store.get_memory(name)
-        if not principal.allows(memory.name, "read"):
-            raise Forbidden(
-                f"API key '{principal.name}' has no read access to memory '{memory.name}'",
-                field="memories",
-            )
+    for ref in dict.fromkeys([*chosen, *glossaries]):
+        try:
+            memory = store.get_memory(ref)
+        except NotFound:
+            memory = None
+        if memory is None or not principal.allows(memory.name, "read"):
+            asked = ref if isinstance(ref, int) else repr(ref)
+            raise NotFound(f"memory {asked} does not exist", field="memories")
         if not languages.pair_matches((memory.source_lang, memory.target_lang), pair):
             raise Unprocessable(
                 f"memory '{memory.name}' is {memory.source_lang}->{memory.target_lang}, "

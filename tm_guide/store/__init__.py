@@ -1,6 +1,6 @@
 """Translation-memory storage (SQLAlchemy, SQLite or PostgreSQL) with a full-text index in step."""
 
-from tm_guide.store.store import IndexState, Store, StoreOptions
+from tm_guide.store.store import IndexState, Store, StoreOptions, check_memory_fields
 from tm_guide.store.types import (
     ApiKey,
     ImportReport,
@@ -20,4 +20,5 @@ __all__ = [
     "SegmentAnalysis",
     "Store",
     "StoreOptions",
+    "check_memory_fields",
 ]

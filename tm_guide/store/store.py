@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 import secrets
 import time
 import uuid as uuidlib
@@ -48,6 +49,7 @@ api_keys = api_keys_table
 
 ACCESS_LEVELS = ("read", "write")
 TOKEN_PREFIX = "tmg_"
+MEMORY_NAME_SPACE = re.compile(r"[^\S ]")  # whitespace other than the space
 MAX_CACHED_KEYS = 10_000
 
 
@@ -71,6 +73,28 @@ class StoreOptions:
     pool_overflow: int = 10
     # seconds a verified API key is trusted without a lookup (0: every request looks it up)
     key_cache_s: float = 0.0
+
+
+def check_memory_fields(name: str, description: str | None = "") -> str:
+    """The name a new memory gets, after refusing what no memory may be called or described
+    as. A name is kept as given: one with surrounding or other-than-space whitespace is refused,
+    not silently changed, so that the name a client sent is the one it finds."""
+    if not isinstance(name, str) or not name.strip() or len(name) > 200:
+        raise InvalidInput("memory name must be 1 to 200 characters", field="name")
+    if name != name.strip() or MEMORY_NAME_SPACE.search(name):
+        raise InvalidInput(
+            "memory name must not start or end with whitespace, nor hold tabs or line breaks",
+            field="name",
+        )
+    # exported into TMX headers and file names; NUL breaks PostgreSQL
+    for label, value in (("name", name), ("description", description or "")):
+        bad = NOT_XML.search(value)
+        if bad is not None:
+            raise InvalidInput(
+                f"U+{ord(bad.group()):04X} cannot be part of a memory's name or description",
+                field=label,
+            )
+    return name
 
 
 @dataclass(frozen=True)
@@ -155,17 +179,7 @@ class Store:
     def create_memory(
         self, name: str, source_lang: str, target_lang: str, description: str = ""
     ) -> Memory:
-        name = (name or "").strip()
-        if not name or len(name) > 200:
-            raise InvalidInput("memory name must be 1 to 200 characters", field="name")
-        # exported into TMX headers and file names; NUL breaks PostgreSQL
-        for label, value in (("name", name), ("description", description or "")):
-            bad = NOT_XML.search(value)
-            if bad is not None:
-                raise InvalidInput(
-                    f"U+{ord(bad.group()):04X} cannot be part of a memory's name or description",
-                    field=label,
-                )
+        name = check_memory_fields(name, description)
         # stored in BCP 47 form, whichever spelling came in (zh_CN, sr@latin, de_DE.UTF-8)
         for label, tag in (("source_lang", source_lang), ("target_lang", target_lang)):
             if not isinstance(tag, str):
@@ -191,23 +205,20 @@ class Store:
         self.index.rebuild(_key(memory), ())
         return memory
 
-    def get_memory(self, name_or_id: str | int) -> Memory:
+    def get_memory(self, ref: str | int) -> Memory:
+        """The memory named `ref` (a str), or whose id is `ref` (an int). A name is never read
+        as an id, nor an id as a name: a memory named "2" and the memory with id 2 are two
+        memories, and a key scoped to the one never reaches the other."""
         with self.engine.connect() as conn:
             row = None
-            if isinstance(name_or_id, int):
-                row = conn.execute(select(memories).where(memories.c.id == name_or_id)).first()
-            elif NOT_XML.search(name_or_id):
-                pass  # no memory is named so (create_memory refuses it)
-            else:
-                row = conn.execute(select(memories).where(memories.c.name == name_or_id)).first()
-                # an id, written in ASCII digits and small enough to be a database integer
-                numeric = name_or_id.isascii() and name_or_id.isdigit() and len(name_or_id) < 19
-                if row is None and numeric:
-                    row = conn.execute(
-                        select(memories).where(memories.c.id == int(name_or_id))
-                    ).first()
+            if isinstance(ref, int):
+                if 0 <= ref <= MAX_ID:
+                    row = conn.execute(select(memories).where(memories.c.id == ref)).first()
+            elif not NOT_XML.search(ref):  # else no memory is named so (create_memory refuses)
+                row = conn.execute(select(memories).where(memories.c.name == ref)).first()
         if row is None:
-            raise NotFound(f"no memory named {name_or_id!r}", field="memory")
+            what = f"id {ref}" if isinstance(ref, int) else f"named {ref!r}"
+            raise NotFound(f"no memory {what}", field="memory")
         return memory_from_row(row)
 
     def list_memories(self) -> list[Memory]:

@@ -57,6 +57,7 @@ from tm_guide.server.machine_translation import (
 )
 from tm_guide.server.translation import align_after_write, analyse_memory
 from tm_guide.server.validation import json_name, request_arguments, string_arg
+from tm_guide.store import check_memory_fields
 
 PREFIX = "/modernmt"
 blueprint = Blueprint("modernmt", __name__, url_prefix=PREFIX)
@@ -146,8 +147,8 @@ def _tuid(args: dict[str, Any], required: bool = False) -> str | None:
     return tuid
 
 
-def _memory_refs(value: Any, field: str) -> list[str | int]:
-    """Memory ids (names are accepted too) as `1,2`, a list, or one number."""
+def _memory_refs(value: Any, field: str) -> list[int]:
+    """Memory ids as `1,2`, a list, or one number."""
     if value is None or value == "":
         return []
     items = value.split(",") if isinstance(value, str) else value
@@ -157,7 +158,7 @@ def _memory_refs(value: Any, field: str) -> list[str | int]:
         raise InvalidInput(
             f"parameter '{field}' must be memory ids, comma-separated or a list", field=field
         )
-    refs: list[str | int] = []
+    refs: list[int] = []
     for item in items:
         if isinstance(item, int) and not isinstance(item, bool):
             refs.append(_memory_ref(item, field))
@@ -172,16 +173,14 @@ def _memory_refs(value: Any, field: str) -> list[str | int]:
     return refs
 
 
-def _memory_ref(value: str | int, field: str) -> str | int:
-    """A memory id as an int (what the store looks up by id), or a name; an id no database can
-    hold, or digits the store would misread (`²`), name no memory."""
+def _memory_ref(value: str | int, field: str) -> int:
+    """A memory id. ModernMT names memories by id only: a name, an id no database can hold, or
+    digits that are not ASCII (`²`) name no memory."""
     if isinstance(value, int):
         if 0 <= value < 2**63:
             return value
     elif _ID.fullmatch(value):
         return int(value)
-    elif not value.isdigit():
-        return value
     raise NotFound(f"memory {value} does not exist", field=field)
 
 
@@ -283,11 +282,15 @@ def _memory_json(memory: Any) -> dict[str, Any]:
 
 
 def _memory(memory_id: str, principal: Principal, right: str) -> Any:
-    """The memory `memory_id` names (an id; a name also works), once the key may `right` it."""
+    """The memory whose id is `memory_id`, once the key may `right` it. A memory the key may not
+    read is answered as one that does not exist, so that ids outside a scope cannot be probed."""
+    missing = NotFound(f"memory {memory_id} does not exist", field="id")
     try:
         memory = services().store().get_memory(_memory_ref(memory_id, "id"))
     except NotFound:
-        raise NotFound(f"memory {memory_id} does not exist", field="id") from None
+        raise missing from None
+    if not principal.allows(memory.name, "read"):
+        raise missing
     if not principal.allows(memory.name, right):
         raise Forbidden(
             f"API key '{principal.name}' has no {right} access to memory {memory.id}", field="id"
@@ -315,9 +318,10 @@ def create_memory() -> Response:
     principal = _principal()
     _require_all(principal)
     args = request_arguments()
-    name = (string_arg(args, "name", required=True) or "").strip()
     description = string_arg(args, "description") or ""
     string_arg(args, "external_id")  # accepted and ignored, but a string
+    # the whole body is checked before an existing memory of that name is answered
+    name = check_memory_fields((string_arg(args, "name", required=True) or "").strip(), description)
     svc = services()
     store = svc.store()
     try:
