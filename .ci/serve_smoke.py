@@ -2,10 +2,11 @@
 
 Run with the Python of a virtualenv that holds exactly `pip install -e ".[torch]"` (no dev or
 train extras): it uses the standard library only. It starts `tm-guide serve` on a free loopback
-port with its own SQLite file, creates a memory over /v1, imports a TMX as a job, aligns it with
-`tm-guide align`, and asks for an exact, a close (repaired) and a far sentence through /v1/suggest,
-tmserver, LibreTranslate, ModernMT and DeepL. Any answer other than 200, or a close match that was
-not repaired, fails it (exit 1), with the server's log printed.
+port with its own SQLite file, creates a memory over /v1, imports the README's example TMX
+(docs/examples/help.tmx) as a job, aligns it with `tm-guide align`, and asks for an exact, a
+close (repaired) and a far sentence through /v1/suggest, tmserver, LibreTranslate, ModernMT and
+DeepL. Any answer other than 200, or a close match that was not repaired, fails it (exit 1),
+with the server's log printed.
 """
 
 from __future__ import annotations
@@ -24,37 +25,14 @@ from pathlib import Path
 from typing import Any
 
 MEMORY = "help"
-UNITS = [
-    (
-        "Click the Save button to save the document.",
-        "Klicken Sie auf die Schaltfläche Speichern, um das Dokument zu speichern.",
-    ),
-    ("Open the File menu.", "Öffnen Sie das Menü Datei."),
-    ("Select the text you want to copy.", "Wählen Sie den Text aus, den Sie kopieren möchten."),
-    ("Choose Format - Cells.", "Wählen Sie Format - Zellen."),
-]
-EXACT = UNITS[0][0]
+EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "examples" / "help.tmx"  # the README's
+EXACT = "Click the Save button to save the document."  # a unit of the example file
 CLOSE = "Click the Save button to save the file."
 FAR = "The weather in the mountains changes quickly."
 
 
 class SmokeFailure(Exception):
     pass
-
-
-def tmx(units: list[tuple[str, str]]) -> bytes:
-    from xml.sax.saxutils import escape
-
-    body = "".join(
-        f'<tu tuid="u{i}"><tuv xml:lang="en"><seg>{escape(s)}</seg></tuv>'
-        f'<tuv xml:lang="de"><seg>{escape(t)}</seg></tuv></tu>\n'
-        for i, (s, t) in enumerate(units)
-    )
-    return (
-        '<?xml version="1.0" encoding="UTF-8"?>\n<tmx version="1.4"><header srclang="en" '
-        'datatype="plaintext" segtype="sentence" adminlang="en" creationtool="smoke" '
-        f'creationtoolversion="1" o-tmf="smoke"/><body>\n{body}</body></tmx>\n'
-    ).encode()
 
 
 def free_port() -> int:
@@ -202,7 +180,7 @@ def run(work: Path) -> None:
         started = http.call(
             "POST",
             f"/v1/memories/{MEMORY}/imports",
-            data=tmx(UNITS),
+            data=EXAMPLE.read_bytes(),
             headers={"Content-Type": "application/x-tmx+xml", "Authorization": f"Bearer {admin}"},
             what="import TMX",
         )

@@ -68,6 +68,22 @@ class ImportFormatError(Unprocessable):
         self.line = line
 
 
+class RequestTimedOut(TMGuideError):
+    """A request ran past the server's time limit and was cancelled in its thread (the
+    watchdog raises it there, so it takes no arguments)."""
+
+    status = 503
+    code = "request_timeout"
+
+    def __init__(self, message: str = "", *, field: str | None = None) -> None:
+        super().__init__(
+            message
+            or "the request ran past the server's time limit and was cancelled; "
+            "try again, or ask for less at once",
+            field=field,
+        )
+
+
 class ModelError(TMGuideError):
     """A missing, corrupted or mismatched model bundle."""
 

@@ -110,6 +110,7 @@ def test_xml_tags_are_kept_and_ignored_tags_kept_whole(server, keys) -> None:
         model_type="prefer_quality_optimized",
     )
     first, second = (r.text for r in results)
+    assert [r.model_type_used for r in results] == ["quality_optimized"] * 2
     assert '<x id="1"></x>' in first and first.count("<") == 2 and "Open" not in first
     assert '<x id="2">the file</x>' in second and "&amp;" in second
     assert "<b>" in second and "</b>" in second and "save" not in second
@@ -235,6 +236,10 @@ def test_the_client_raises_deepl_exceptions(server, keys) -> None:
         ({"text": ["Hi"], "source_lang": "FR", "target_lang": "DE"}, "docs", 400, "source"),
         ({"text": ["Hi"], "target_lang": "DE", "tag_handling": "pdf"}, "docs", 400, "tag_hand"),
         ({"text": ["Hi"], "target_lang": "DE", "formality": "rude"}, "docs", 400, "formality"),
+        # DE has no formality here: DeepL refuses more/less for such a target
+        ({"text": ["Hi"], "target_lang": "DE", "formality": "more"}, "docs", 400, "target_lang"),
+        ({"text": ["Hi"], "target_lang": "DE", "formality": "LESS"}, "docs", 400, "formality"),
+        ({"text": ["Hi"], "target_lang": "DE", "model_type": "fast"}, "docs", 400, "model_type"),
         ({"text": ["Hi"], "target_lang": "DE", "ignore_tags": [1]}, "docs", 400, "ignore_tags"),
         ({"text": ["Hi"], "target_lang": "DE", "ignore_tags": "<x>"}, "docs", 400, "tag name"),
         (

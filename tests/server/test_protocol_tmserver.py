@@ -70,9 +70,18 @@ def test_a_key_in_the_path_reads_what_the_key_may_read(server, reader) -> None:
 
 def test_the_key_is_redacted_from_the_access_log(server, reader) -> None:
     assert unit(server.client, "Change password", key=reader).status == 200
+    # spelled as the server still reads it, and in the query strings of the MT protocols
+    for path in (
+        f"/tmserver/%6Bey/{reader}/en/de/unit/Change",
+        f"/tmserver/key%2F{reader}/en/de/unit/Change",
+        f"/libretranslate/translate?q=Hi&source=en&target=de&api_key={reader}",
+        f"/deepl/v2/usage?auth_key={reader}",
+    ):
+        server.client.with_token(None).get(path)
     log = server.log()
-    assert "/tmserver/key/<redacted>/en/de/unit/" in log
-    assert reader not in log
+    assert log.count("/tmserver/key/<redacted>/en/de/unit/") >= 3
+    assert "api_key=<redacted>" in log and "auth_key=<redacted>" in log
+    assert reader not in log and reader[len("tmg_") :] not in log
 
 
 @pytest.mark.parametrize(

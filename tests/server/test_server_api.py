@@ -321,3 +321,34 @@ def test_text_xml_cannot_hold_is_refused_and_nothing_is_stored(client: Client, t
     assert "U+" in reply.json["message"]
     assert client.get("/v1/memories/docs").json == before
     assert client.get("/v1/memories/docs/export").status == 200
+
+
+HOSTILE_BODIES = {
+    "nested 5k": b'{"source": ' + b"[" * 5_000 + b"]" * 5_000 + b"}",
+    "nested 100k": b'{"q": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+    "nested 40 objects": b'{"a": ' + b'{"a": ' * 40 + b"1" + b"}" * 41,
+    "5,000-digit integer": b'{"source": "a", "target": "b", "n": ' + b"9" * 5_000 + b"}",
+    "NaN": b'{"source": "a", "target": "b", "options": {"lambda": NaN}}',
+    "Infinity": b'{"q": "a", "target": "de", "alt_translations": -Infinity}',
+}
+JSON_PATHS = [
+    "/v1/suggest",
+    "/v1/memories/docs/segments",
+    "/libretranslate/translate",
+    "/modernmt/translate",
+    "/deepl/v2/translate",
+]
+
+
+@pytest.mark.parametrize("path", JSON_PATHS)
+def test_hostile_json_is_a_400_in_the_protocols_shape(client: Client, path) -> None:
+    """Deep nesting, huge integers and NaN are refused as bad input, not a 500, on /v1 and on
+    every MT protocol, in that protocol's error shape; nothing is stored."""
+    before = client.get("/v1/memories/docs").json
+    for name, body in HOSTILE_BODIES.items():
+        headers = {**JSON, "MMT-ApiKey": client.token or "", "X-API-Key": client.token or ""}
+        reply = client.post(path, raw=body, headers=headers)
+        assert reply.status == 400, (path, name, reply.status, reply.body[:300])
+        text = reply.body.decode()
+        assert "Traceback" not in text and "/tmp" not in text, text
+    assert client.get("/v1/memories/docs").json == before

@@ -10,7 +10,7 @@ from tm_guide.config import Settings
 from tm_guide.errors import InvalidInput
 from tm_guide.model.card import ModelCard
 from tm_guide.server.config import ServerConfig
-from tm_guide.server.serving import ServeOptions, check_deployment
+from tm_guide.server.serving import GunicornServer, ServeOptions, check_deployment
 from tm_guide.server.translation import MTOptions, translate_options
 
 
@@ -142,3 +142,10 @@ def test_the_web_console_can_be_turned_off(start_server) -> None:
     page = server.client.get("/ui/")
     assert page.status == 404 and page.json["error"] == "not_found"
     assert server.client.get("/v1/memories").status == 200  # the API is still served
+
+
+def test_the_server_opens_no_control_socket_at_a_shared_path() -> None:
+    """gunicorn's control socket sits at one path per user; two servers would collide there."""
+    server = GunicornServer(ServerConfig.from_env(Settings()), ServeOptions())
+    if "control_socket_disable" in server.cfg.settings:  # gunicorn >= 25.1
+        assert server.cfg.control_socket_disable is True

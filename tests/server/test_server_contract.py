@@ -580,7 +580,7 @@ def documented_calls(ids: dict[str, str]) -> list[tuple[Call, dict[int, Any]]]:
         ),
         (
             Call("GET", "/modernmt/import-jobs/{job_id}", {"job_id": ids["mmt_job"]}),
-            {401: None, 403: None, 404: None},
+            {401: None, 404: None},
         ),
         (
             Call(

@@ -34,9 +34,11 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import re
 import subprocess
 import sys
+import tempfile
 import types
 import zipfile
 from dataclasses import dataclass
@@ -72,15 +74,20 @@ def wheel_path(cache: Path) -> Path:
     wheel = cache / WHEEL
     if not wheel.is_file():
         cache.mkdir(parents=True, exist_ok=True)
-        command = [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(cache)]
-        done = subprocess.run(
-            [*command, f"weblate=={WEBLATE_VERSION}"], capture_output=True, text=True
-        )
-        if done.returncode != 0 or not wheel.is_file():
-            raise RuntimeError(
-                f"could not download weblate=={WEBLATE_VERSION} from PyPI into {cache}:\n"
-                f"{done.stderr[-2000:]}"
+        # into a folder of its own, then renamed: test processes running side by side (xdist)
+        # may download it at once, and none may read a half-written wheel
+        with tempfile.TemporaryDirectory(dir=cache) as partial:
+            command = [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", partial]
+            done = subprocess.run(
+                [*command, f"weblate=={WEBLATE_VERSION}"], capture_output=True, text=True
             )
+            downloaded = Path(partial) / WHEEL
+            if done.returncode != 0 or not downloaded.is_file():
+                raise RuntimeError(
+                    f"could not download weblate=={WEBLATE_VERSION} from PyPI into {cache}:\n"
+                    f"{done.stderr[-2000:]}"
+                )
+            os.replace(downloaded, wheel)
     return wheel
 
 

@@ -139,3 +139,14 @@ def test_a_catalogue_through_the_tm_and_tmx_comes_back_as_a_po_msgfmt_accepts(
             text=True,
         )
         assert done.returncode == 0, done.stderr
+
+
+def test_a_key_scoped_to_a_missing_memory_is_created_with_a_warning(cli, capsys) -> None:  # type: ignore[no-untyped-def]
+    assert cli("memory", "create", "help", "en", "de") == 0
+    capsys.readouterr()
+    assert cli("keys", "create", "weblate", "--scope", "help:read", "--scope", "*:read") == 0
+    assert "warning" not in capsys.readouterr().err
+    assert cli("keys", "create", "typo", "--scope", "hepl:read") == 0
+    captured = capsys.readouterr()
+    assert captured.out.strip().startswith("tmg_")  # the key is made: the memory may come later
+    assert "no memory named 'hepl'" in captured.err

@@ -70,10 +70,18 @@ def create_key(args: argparse.Namespace) -> int:
     store = _open_store(args)
     try:
         _, token = store.create_api_key(args.name, scopes)
+        existing = {memory.name for memory in store.list_memories()}
     finally:
         store.close()
     print(token)
     print(f"key '{args.name}' created; store the token now, it is not shown again", file=sys.stderr)
+    for memory in sorted(set(scopes) - existing - {"*"}):
+        # a scope may name a memory made later; until then the key reaches nothing by it
+        print(
+            f"warning: no memory named '{memory}' exists yet: this key's '{memory}' scope "
+            f"reaches nothing until it is created (tm-guide memory create {memory} SRC TGT)",
+            file=sys.stderr,
+        )
     return 0
 
 

@@ -107,8 +107,8 @@ class TranslateOptions:
         for name in ("beam_size", "max_length"):
             if getattr(self.search, name) < 1:
                 raise InvalidInput(f"{name} must be at least 1", field=name)
-        if self.search.lam < 0:
-            raise InvalidInput("lam must be >= 0", field="lam")
+        if not 0 <= self.search.lam < math.inf:  # NaN too: it would turn guidance off unseen
+            raise InvalidInput("lam must be a finite number >= 0", field="lam")
         if self.max_length_ratio < 0 or self.max_length_margin < 0:
             raise InvalidInput(
                 "max_length_ratio and max_length_margin must be >= 0", field="max_length_ratio"

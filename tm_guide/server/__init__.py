@@ -10,6 +10,7 @@ from flask import Flask, Response, g, request
 from tm_guide.server.config import ServerConfig
 from tm_guide.server.errors import register_error_handlers
 from tm_guide.server.services import Services
+from tm_guide.server.watchdog import Watchdog
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +29,22 @@ def create_app(config: ServerConfig | None = None) -> Flask:
     register_error_handlers(app)
     _register_blueprints(app, config)
     _register_request_metrics(app, services)
+    _register_watchdog(app, Watchdog(config.limits.request_timeout_s))
     return app
+
+
+def _register_watchdog(app: Flask, watchdog: Watchdog) -> None:
+    app.extensions["tm_guide_watchdog"] = watchdog
+
+    @app.before_request
+    def watch() -> None:
+        # the route's rule, not the path, which may carry a key (/tmserver/key/<token>)
+        rule = request.url_rule.rule if request.url_rule is not None else "unmatched"
+        g.watch = watchdog.start_request(f"{request.method} {rule}")
+
+    @app.teardown_request
+    def unwatch(_exc: BaseException | None) -> None:
+        watchdog.end_request(g.pop("watch", None))
 
 
 def _register_blueprints(app: Flask, config: ServerConfig) -> None:

@@ -23,6 +23,8 @@ class Limits:
     max_segment_chars: int = 2000
     max_m: int = 100
     max_beam_size: int = 16
+    # a request still running after this many seconds is cancelled in its thread (0: never)
+    request_timeout_s: float = 120.0
 
 
 @dataclass(frozen=True)
@@ -180,6 +182,8 @@ class ServerConfig:
                                   time in the others
     TM_GUIDE_MAX_BODY_BYTES, TM_GUIDE_MAX_IMPORT_BYTES, TM_GUIDE_MAX_BATCH_SIZE,
     TM_GUIDE_MAX_SEGMENT_CHARS    the limits
+    TM_GUIDE_REQUEST_TIMEOUT_S    a request still running after this many seconds is cancelled
+                                  in its thread, logged, and answered 503 (default 120; 0 = off)
     TM_GUIDE_BATCH_MAX_SENTENCES  sentences decoded together at most (default 32; 1 = no batching)
     TM_GUIDE_BATCH_WAIT_MS        how long a lone request waits for others to batch with (5)
     TM_GUIDE_DECODERS             decoding threads per worker, each taking its own batches (1)
@@ -225,6 +229,9 @@ class ServerConfig:
             max_import_bytes=_int_env("TM_GUIDE_MAX_IMPORT_BYTES", defaults.max_import_bytes),
             max_batch_size=_int_env("TM_GUIDE_MAX_BATCH_SIZE", defaults.max_batch_size),
             max_segment_chars=_int_env("TM_GUIDE_MAX_SEGMENT_CHARS", defaults.max_segment_chars),
+            request_timeout_s=_float_env(
+                "TM_GUIDE_REQUEST_TIMEOUT_S", defaults.request_timeout_s, maximum=86400
+            ),
         )
         compute_defaults = Compute()
         compute = Compute(

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import math
 import re
 from dataclasses import dataclass
 from importlib import resources
@@ -209,7 +210,10 @@ def _cast(name: str, kind: str, text: str) -> Any:
         if kind == "integer":
             return int(text)
         if kind == "number":
-            return float(text)
+            number = float(text)
+            if not math.isfinite(number):  # nan, inf: no JSON number, and no setting's value
+                raise ValueError(text)
+            return number
     except ValueError:
         raise InvalidInput(
             f"query parameter '{name}' must be {_TYPE_NAMES[kind]}, not {text!r}", field=name

@@ -20,6 +20,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from gunicorn import glogging
 from gunicorn.app.base import BaseApplication
@@ -69,23 +70,35 @@ def check_deployment(config: ServerConfig, options: ServeOptions) -> None:
 
 
 MAX_REQUEST_LINE = 8190  # the most gunicorn allows short of "unlimited"
-_PATH_KEY = re.compile(r"(/key/)[^/?\s]+")
+# where a key travels in a URL: the path segment after /key/ (tmserver), and the query
+# parameters LibreTranslate (api_key) and DeepL (auth_key) clients put it in
+_PATH_KEY = re.compile(r"(/key/)[^/?#\s]+", re.IGNORECASE)
+_QUERY_KEY = re.compile(r"((?:^|[?&;\s])(?:api_key|auth_key|key|token)=)[^&;#\s]*", re.IGNORECASE)
 
 
 class RedactingLogger(glogging.Logger):  # type: ignore[misc]
-    """gunicorn's logger with API keys cut out of logged request lines (`/tmserver/key/<token>`
-    is how a URL-only client sends one)."""
+    """gunicorn's logger with API keys cut out of logged request lines, paths and query
+    strings."""
 
     def atoms(self, resp: Any, req: Any, environ: Any, request_time: Any) -> dict[str, Any]:
         atoms: dict[str, Any] = super().atoms(resp, req, environ, request_time)
-        for name in ("r", "U"):
+        for name in ("r", "U", "q"):
             if isinstance(atoms.get(name), str):
                 atoms[name] = redact_path(atoms[name])
         return atoms
 
 
-def redact_path(path: str) -> str:
-    return _PATH_KEY.sub(r"\1<redacted>", path)
+def redact_path(text: str) -> str:
+    """`text` (a request line, path or query) with every key replaced by `<redacted>`.
+
+    The keys are looked for where the server finds them, after percent-decoding
+    (`/tmserver/%6Bey/TOKEN` and `key%2FTOKEN` reach the key route too). A line that held one
+    is logged decoded and redacted; any other is logged as it came."""
+    decoded = unquote(text)
+    redacted = _QUERY_KEY.sub(r"\1<redacted>", _PATH_KEY.sub(r"\1<redacted>", decoded))
+    if redacted == decoded:
+        return text
+    return redacted.encode("unicode_escape").decode("ascii")  # no control characters in logs
 
 
 class GunicornServer(BaseApplication):  # type: ignore[misc]
@@ -117,6 +130,10 @@ class GunicornServer(BaseApplication):  # type: ignore[misc]
             "errorlog": "-",
             "loglevel": "info",
         }
+        if "control_socket_disable" in self.cfg.settings:
+            # gunicorn >= 25.1 opens a control socket at one path per user: two servers on a
+            # machine would collide there, and nothing here uses it
+            settings["control_socket_disable"] = True
         if opts.warm:
             settings["post_worker_init"] = _warm_worker
         if opts.workers > 1:

@@ -36,37 +36,72 @@ def json_body() -> dict[str, Any]:
     if not text.strip():
         raise InvalidInput("request body is empty; a JSON object is expected", field="body")
     try:
-        body = json.loads(text)
+        body = json.loads(text, parse_constant=_refuse_constant, parse_int=_bounded_int)
     except json.JSONDecodeError as exc:
         raise InvalidInput(
             f"malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", field="body"
         ) from None
+    except RecursionError:
+        raise InvalidInput(_too_deep(), field="body") from None
     if not isinstance(body, dict):
         raise InvalidInput(
             f"request body must be a JSON object, not {json_name(body)}", field="body"
         )
-    _refuse_lone_surrogates(body, "")
+    _check_values(body)
     return body
 
 
-def _refuse_lone_surrogates(value: Any, where: str) -> None:
-    """JSON's `\\ud800` escapes can spell half a character, which no text can hold: 400 naming
-    the field, before anything tries to encode it."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            field = where or "body"
-            raise InvalidInput(
-                f"field '{field}' holds a lone UTF-16 surrogate (half a character)", field=field
-            ) from None
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            _refuse_lone_surrogates(key, where or "body")
-            _refuse_lone_surrogates(item, f"{where}.{key}" if where else str(key))
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            _refuse_lone_surrogates(item, f"{where}[{i}]")
+# No request of any protocol nests deeper than a few levels or sends a number of more digits
+# than a float holds; bounding both keeps the reader, the schema checks and every walk over a
+# body from recursing or computing without limit.
+MAX_JSON_DEPTH = 32
+MAX_INTEGER_DIGITS = 40
+
+
+def _too_deep() -> str:
+    return f"request body nests more than {MAX_JSON_DEPTH} levels of lists and objects"
+
+
+def _refuse_constant(name: str) -> Any:
+    """NaN and Infinity are no JSON (RFC 8259); Python's reader would take them."""
+    raise InvalidInput(f"{name} is not a JSON number", field="body")
+
+
+def _bounded_int(digits: str) -> int:
+    if len(digits.lstrip("-")) > MAX_INTEGER_DIGITS:
+        raise InvalidInput(
+            f"a number in the request body has more than {MAX_INTEGER_DIGITS} digits",
+            field="body",
+        )
+    return int(digits)
+
+
+def _check_values(body: dict[str, Any]) -> None:
+    """Refuses a body nested deeper than MAX_JSON_DEPTH, and text holding a lone UTF-16
+    surrogate (JSON's `\\ud800` escapes can spell half a character, which no text can hold),
+    naming the field, before anything tries to encode it. Iterative: a deep body cannot make
+    this walk recurse."""
+    stack: list[tuple[Any, str, int]] = [(body, "", 1)]
+    while stack:
+        value, where, depth = stack.pop()
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                field = where or "body"
+                raise InvalidInput(
+                    f"field '{field}' holds a lone UTF-16 surrogate (half a character)",
+                    field=field,
+                ) from None
+            continue
+        if isinstance(value, dict | list) and depth > MAX_JSON_DEPTH:
+            raise InvalidInput(_too_deep(), field="body")
+        if isinstance(value, dict):
+            for key, item in value.items():
+                stack.append((key, where or "body", depth))
+                stack.append((item, f"{where}.{key}" if where else str(key), depth + 1))
+        elif isinstance(value, list):
+            stack.extend((item, f"{where}[{i}]", depth + 1) for i, item in enumerate(value))
 
 
 def request_arguments() -> dict[str, Any]:

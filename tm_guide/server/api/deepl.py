@@ -13,9 +13,11 @@ JSON body, whichever the client sends.
   model's source language, given back as `detected_source_language`; nothing is detected),
   `tag_handling` `xml` or `html` (the text between tags is translated, the tags kept) with
   `ignore_tags` (elements whose content is kept as it is), `show_billed_characters`, and
-  `glossary_id` (a glossary made here, which is a memory: its pieces guide too). Accepted and
-  ignored: `formality` (checked against DeepL's values), `context`, `split_sentences`,
-  `preserve_formatting`, `model_type`, `outline_detection`, `splitting_tags`,
+  `glossary_id` (a glossary made here, which is a memory: its pieces guide too). `formality`
+  `more` or `less` is 400, as DeepL answers it for a target without formality (no target here
+  has it; `prefer_*` falls back); `model_type` is answered with `model_type_used` (one model
+  serves every kind). Accepted and ignored: `context`, `split_sentences`,
+  `preserve_formatting`, `outline_detection`, `splitting_tags`,
   `non_splitting_tags`, `tag_handling_version`, `glossary_ids`, `custom_instructions`.
 - `GET|POST /v2/languages?type=source|target`: the model's two languages (targets with
   `supports_formality` false).
@@ -62,6 +64,7 @@ from tm_guide.server.machine_translation import (
 from tm_guide.server.markup import translate_marked_up
 from tm_guide.server.translation import analyse_memory
 from tm_guide.server.validation import request_arguments, string_arg
+from tm_guide.store import check_memory_fields
 
 PREFIX = "/deepl"
 blueprint = Blueprint("deepl", __name__, url_prefix=PREFIX)
@@ -69,6 +72,7 @@ USAGE = "tm_guide.deepl_usage"
 CHARACTER_LIMIT = 1_000_000_000_000
 TAG_HANDLING = ("xml", "html")
 FORMALITY = ("default", "more", "less", "prefer_more", "prefer_less")
+MODEL_TYPES = ("quality_optimized", "prefer_quality_optimized", "latency_optimized")
 LANGUAGE_TYPES = ("source", "target")
 ENTRIES_FORMATS = ("tsv", "csv")
 # the description that marks a memory as a glossary made through /deepl/v2/glossaries
@@ -125,6 +129,15 @@ def _principal(args: dict[str, Any]) -> Principal:
     return authenticate(
         token, "an API key is required: send the header 'Authorization: DeepL-Auth-Key <key>'"
     )
+
+
+def _formality(formality: str | None) -> None:
+    """No target here has formality (`supports_formality` false): `more` and `less` are refused
+    as DeepL refuses them for such a target; `prefer_*` falls back to the default silently."""
+    if formality is not None and formality.lower() in ("more", "less"):
+        raise InvalidInput(
+            "'formality' is not supported for given 'target_lang'.", field="formality"
+        )
 
 
 def _choice(args: dict[str, Any], name: str, allowed: tuple[str, ...]) -> str | None:
@@ -190,7 +203,8 @@ def translate() -> Response:
     tag_handling = _choice(args, "tag_handling", TAG_HANDLING)
     ignore_tags = _tag_names(args, "ignore_tags")
     billed = _flag(args, "show_billed_characters")
-    _choice(args, "formality", FORMALITY)  # accepted and ignored
+    _formality(_choice(args, "formality", FORMALITY))
+    model_type = _choice(args, "model_type", MODEL_TYPES)
     string_arg(args, "context")  # accepted and ignored (not translated, not billed)
     glossary_id = string_arg(args, "glossary_id")
     string_arg(args, "auth_key")  # the legacy key field, a string even where the header has the key
@@ -215,6 +229,8 @@ def translate() -> Response:
         one: dict[str, Any] = {"detected_source_language": detected, "text": output}
         if billed:
             one["billed_characters"] = len(text)
+        if model_type is not None:  # one model serves every kind: the kind asked for, as used
+            one["model_type_used"] = model_type.lower().removeprefix("prefer_")
         translations.append(one)
     return jsonify({"translations": translations})
 
@@ -346,9 +362,10 @@ def create_glossary() -> tuple[Response, int]:
             f"API key '{principal.name}' may not create glossaries: a glossary is a tm-guide "
             "memory, and creating one needs write access to every memory"
         )
-    name = (string_arg(args, "name", required=True) or "").strip()
-    if not name:
+    name = string_arg(args, "name", required=True) or ""
+    if not name.strip():
         raise InvalidInput("Parameter 'name' must not be blank.", field="name")
+    check_memory_fields(name)  # kept as sent: refused, not trimmed, where it cannot be a name
     svc = services()
     pair = check_pair(
         svc,

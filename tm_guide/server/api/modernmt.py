@@ -321,7 +321,7 @@ def create_memory() -> Response:
     description = string_arg(args, "description") or ""
     string_arg(args, "external_id")  # accepted and ignored, but a string
     # the whole body is checked before an existing memory of that name is answered
-    name = check_memory_fields((string_arg(args, "name", required=True) or "").strip(), description)
+    name = check_memory_fields(string_arg(args, "name", required=True) or "", description)
     svc = services()
     store = svc.store()
     try:
