@@ -24,19 +24,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
 
 
 def check_index(args: argparse.Namespace) -> int:
+    """Compares revisions and reads every index file through; changes nothing on disk."""
     with open_store(args, repair_index=False) as store:
         states = store.index_states()
-    stale = 0
+        problems = {state.memory.id: store.verify_index(state.memory) for state in states}
+    bad = 0
     for state in states:
         indexed = "missing" if state.indexed_revision is None else str(state.indexed_revision)
-        verdict = "ok" if state.current else "STALE"
-        stale += not state.current
+        problem = problems[state.memory.id]
+        verdict = f"DAMAGED ({problem})" if problem else "ok" if state.current else "STALE"
+        bad += bool(problem) or not state.current
         print(
             f"{state.memory.name}: database revision {state.memory.revision}, "
             f"index revision {indexed}: {verdict}"
         )
-    if stale:
-        print(f"{stale} stale; run `tm-guide index rebuild` (opening the store also repairs)")
+    if bad:
+        print(
+            f"{bad} stale or damaged; run `tm-guide index rebuild` (a server answers from the "
+            "database and rebuilds a damaged index by itself when a lookup finds it)"
+        )
         return 1
     return 0
 

@@ -104,6 +104,11 @@ class SourceIndex(ABC):
     def search(self, memory: MemoryKey, text: str, limit: int) -> list[tuple[int, float]]:
         """(segment id, score) pairs, best first."""
 
+    def verify(self, memory: MemoryKey) -> str | None:
+        """Read everything indexed for the memory; what is wrong with it, or None when all of
+        it reads (an index that keeps nothing on disk has nothing to verify)."""
+        return None
+
     @abstractmethod
     def drop(self, memory: MemoryKey) -> None:
         """Forget the memory (it was deleted)."""

@@ -263,8 +263,16 @@ class WhooshIndex(SourceIndex):
     def rebuild(self, memory: MemoryKey, docs: Iterable[IndexDoc]) -> None:
         mi = self._memory(memory)
         with mi.lock:
-            # One new segment written in bulk (postings gathered in memory, see whoosh_bulk).
-            writer = BulkSegmentWriter(mi.ix(), timeout=self.options.writer_timeout_s)
+            try:
+                ix = mi.ix()
+            except Exception as exc:  # not even its table of contents reads: start anew
+                log.warning("index of memory %s unreadable (%s): replaced", memory.id, exc)
+                mi.close()
+                shutil.rmtree(mi.path, ignore_errors=True)
+                ix = mi.ix()
+            # One new segment written in bulk (postings gathered in memory, see whoosh_bulk);
+            # clearing the others replaces whatever damaged segment files they had.
+            writer = BulkSegmentWriter(ix, timeout=self.options.writer_timeout_s)
             try:
                 writer.add_docs(docs)
                 writer.add_meta(META_ID, memory.revision)
@@ -286,8 +294,7 @@ class WhooshIndex(SourceIndex):
                 log.warning(
                     "index of memory %s unreadable (%s); treating it as missing", memory.id, exc
                 )
-                mi.close()
-                shutil.rmtree(mi.path, ignore_errors=True)
+                mi.close()  # its files stay until a rebuild replaces them
                 return None
 
     def search(self, memory: MemoryKey, text: str, limit: int) -> list[tuple[int, float]]:
@@ -347,6 +354,28 @@ class WhooshIndex(SourceIndex):
             chosen.append(word)
             postings += frequency[word]
         return chosen
+
+    def verify(self, memory: MemoryKey) -> str | None:
+        """Every posting list and stored document of every segment file is read, from a reader
+        of its own (the cached one is left alone), so that truncated or damaged files are found
+        even where the revision still reads."""
+        path = self.directory / memory.uuid
+        if not index.exists_in(str(path)):
+            return None
+        try:
+            ix = index.open_dir(str(path))
+            try:
+                with ix.reader() as reader:
+                    for segment, _base in reader.leaf_readers():
+                        for fieldname, text in segment.all_terms():
+                            segment.postings(fieldname, text).all_items()
+                        for _ in segment.all_stored_fields():
+                            pass
+            finally:
+                ix.close()
+        except Exception as exc:  # whatever a damaged file raises
+            return f"{type(exc).__name__}: {exc}"
+        return None
 
     def drop(self, memory: MemoryKey) -> None:
         with self._lock:

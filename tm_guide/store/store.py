@@ -25,7 +25,7 @@ from tqdm import tqdm
 
 from tm_guide import languages
 from tm_guide.config import default_index_dir
-from tm_guide.errors import Conflict, InvalidInput, NotFound, Unauthorized
+from tm_guide.errors import Conflict, InvalidInput, NotFound, TMGuideError, Unauthorized
 from tm_guide.index import IndexChange, IndexDoc, IndexOptions, MemoryKey, SourceIndex, WhooshIndex
 from tm_guide.records import NOT_XML, SegmentRecord
 from tm_guide.store.convert import (
@@ -36,6 +36,7 @@ from tm_guide.store.convert import (
     segment_from_row,
 )
 from tm_guide.store.engine import create_store_engine, upgrade_to_head
+from tm_guide.store.fallback import IndexRepairs, database_search
 from tm_guide.store.group_commit import GroupCommit
 from tm_guide.store.merge import BatchOutcome, apply_batch, check_record
 from tm_guide.store.models import MAX_ID, api_keys_table, memories_table, segments_table
@@ -126,6 +127,7 @@ class Store:
             GroupCommit(self._commit_group, options.max_write_group)
         )
         self._verified_keys: dict[str, tuple[float, ApiKey]] = {}
+        self._repairs = IndexRepairs()
 
     @classmethod
     def open(
@@ -542,15 +544,33 @@ class Store:
             raise NotFound(f"no memory with id {missing[0]}", field="memory")
         scored: list[tuple[float, int]] = []
         for memory in found.values():
-            self.ensure_index(memory)
-            scored.extend(
-                (score, sid) for sid, score in self.index.search(_key(memory), text, limit)
-            )
+            scored.extend((score, sid) for sid, score in self._search_one(memory, text, limit))
         scored.sort(key=lambda item: (-item[0], item[1]))
         top = scored[:limit]
         by_id = {s.id: s for s in self.get_segments([sid for _, sid in top])}
         # A segment deleted by another process may still be indexed for a moment: leave it out.
         return [SearchHit(by_id[sid], score) for score, sid in top if sid in by_id]
+
+    def _search_one(self, memory: Memory, text: str, limit: int) -> list[tuple[int, float]]:
+        """The memory's index answers; where it cannot (damaged files), the database does, and
+        the index is rebuilt behind it (tm_guide.store.fallback)."""
+        if not self._repairs.active(memory.id):
+            try:
+                self.ensure_index(memory)
+                return self.index.search(_key(memory), text, limit)
+            except TMGuideError:
+                raise
+            except Exception as exc:  # the index is a rebuildable view: never fail a lookup on it
+                self._repairs.start(memory, self.rebuild_index, exc)
+        return database_search(self.engine, memory, text, limit)
+
+    def verify_index(self, memory: Memory) -> str | None:
+        """What is wrong with the memory's index files (every one read through), or None."""
+        return self.index.verify(_key(memory))
+
+    def index_repairs(self) -> list[int]:
+        """Ids of the memories whose index is being rebuilt after it failed."""
+        return self._repairs.names()
 
     # ---- index upkeep ---------------------------------------------------------------------
 
