@@ -179,6 +179,23 @@ def test_external_entity_is_rejected_and_never_read(tmp_path: Path) -> None:
     assert "TOP-SECRET" not in str(caught.value)
 
 
+def test_a_doctype_naming_the_tmx_dtd_is_read_and_the_dtd_never_loaded(tmp_path: Path) -> None:
+    """CAT tools export `<!DOCTYPE tmx SYSTEM "tmx14.dtd">`: such a file imports, and the DTD
+    (here one that would declare an entity the file uses) is never read."""
+    write(tmp_path / "tmx14.dtd", '<!ENTITY injected "INJECTED">')
+    path = write(
+        tmp_path / "doctype.tmx",
+        '<?xml version="1.0"?>\n'
+        '<!DOCTYPE tmx SYSTEM "tmx14.dtd">\n'
+        + TMX_HEAD.split("\n", 1)[1]
+        + '<tu><tuv xml:lang="en"><seg>Open the file</seg></tuv>'
+        + '<tuv xml:lang="de"><seg>Datei öffnen</seg></tuv></tu>\n'
+        + TMX_TAIL,
+    )
+    records = list(read_tmx(path, "en", "de"))
+    assert [(r.source, r.target) for r in records] == [("Open the file", "Datei öffnen")]
+
+
 def test_external_parameter_entity_is_rejected(tmp_path: Path) -> None:
     write(tmp_path / "evil.dtd", '<!ENTITY injected "INJECTED">')
     path = write(

@@ -264,3 +264,11 @@ def test_bundle_whose_config_adds_source_eos_is_refused(bundle_copy: Path) -> No
     (bundle_copy / "model_card.json").write_text(json.dumps(card))
     with pytest.raises(ModelError, match=r"config\.json: add_source_eos is true"):
         Bundle.load(bundle_copy)
+
+
+def test_the_cli_choices_are_the_converters() -> None:
+    """The CLI offers tm_guide.model.choices without importing the converters; they must agree."""
+    from tm_guide.model.choices import SOURCE_FORMATS
+    from tm_guide.model.convert import SOURCES
+
+    assert sorted(SOURCES) == sorted(SOURCE_FORMATS)

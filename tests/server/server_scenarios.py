@@ -114,3 +114,21 @@ def wait_for_job(client: Client, status_url: str, timeout_s: float = 60) -> dict
             return job
         assert time.monotonic() < deadline, job
         time.sleep(0.1)
+
+
+def nul_in_paths_and_queries(client: Client, memory: str) -> None:
+    """A NUL (which PostgreSQL cannot hold) or another character no TM stores, in a path or a
+    query: a 400 or 404 naming nothing of the server, never a 500; nothing is stored."""
+    before = client.get(f"/v1/memories/{memory}").json
+    for method, path, body in [
+        ("PUT", f"/v1/memories/{memory}/segments/by-tuid/a%00b", {"source": "a", "target": "b"}),
+        ("GET", f"/v1/memories/{memory}/concordance?q=a%00b", None),
+        ("GET", "/v1/memories/a%00b", None),
+        ("GET", "/tmserver/en/de/unit/a%00b", None),
+        ("POST", f"/v1/memories/{memory}/segments", {"source": "a", "target": "b", "tuid": "\0"}),
+    ]:
+        reply = client.request(method, path, body)
+        allowed = (400, 404, 405) if method != "GET" else (200, 400, 404)  # a lookup may find none
+        assert reply.status in allowed, (method, path, reply.status, reply.body[:300])
+        assert b"Traceback" not in reply.body
+    assert client.get(f"/v1/memories/{memory}").json == before

@@ -6,7 +6,15 @@ import json
 
 import pytest
 from server_client import Client, path_quote
-from server_scenarios import BOMB, TMX, add_segment, concurrent_writers, create_memory, wait_for_job
+from server_scenarios import (
+    BOMB,
+    TMX,
+    add_segment,
+    concurrent_writers,
+    create_memory,
+    nul_in_paths_and_queries,
+    wait_for_job,
+)
 
 JSON = {"Content-Type": "application/json"}
 
@@ -285,6 +293,25 @@ def test_health_metrics_and_readiness_without_a_model(client: Client) -> None:
     ready = client.get("/ready")
     assert ready.status == 503 and ready.json["checks"]["database"] == "ok"
     assert "model" in ready.json["checks"] and ready.json["checks"]["model"].startswith("error")
+    assert "/" not in ready.body.decode()  # no path of the server's
+    # a translation without a model: 503, in each protocol's shape, naming no path
+    token = client.token or ""
+    for path, body, headers in [
+        ("/v1/suggest", {"source": "Open the file.", "memories": ["docs"]}, {}),
+        (
+            "/libretranslate/translate",
+            {"q": "Open the file.", "source": "en", "target": "de", "api_key": token},
+            {"X-API-Key": token},
+        ),
+        (
+            "/deepl/v2/translate",
+            {"text": ["Open the file."], "target_lang": "DE"},
+            {"Authorization": f"DeepL-Auth-Key {token}"},
+        ),
+    ]:
+        reply = client.post(path, body, headers=headers)
+        assert reply.status == 503, (path, reply.status, reply.body)
+        assert reply.headers.get("retry-after") and b"no-model" not in reply.body
     metrics = client.get("/metrics")
     assert metrics.headers["content-type"].startswith("text/plain")
     text = metrics.body.decode()
@@ -352,3 +379,7 @@ def test_hostile_json_is_a_400_in_the_protocols_shape(client: Client, path) -> N
         text = reply.body.decode()
         assert "Traceback" not in text and "/tmp" not in text, text
     assert client.get("/v1/memories/docs").json == before
+
+
+def test_nul_in_paths_is_refused(client: Client) -> None:
+    nul_in_paths_and_queries(client, "docs")

@@ -55,6 +55,15 @@ for _path, _methods in {
     for _method in _methods:
         UNREACHABLE[(_method, _path, "500")] = "a fault of the server itself (its error shape is "
         "the protocol's, as every other error's)"
+for _method, _path in [
+    ("POST", "/v1/suggest"),
+    ("POST", "/libretranslate/translate"),
+    ("GET", "/modernmt/translate"),
+    ("POST", "/modernmt/translate"),
+    ("POST", "/deepl/v2/translate"),
+]:
+    UNREACHABLE[(_method, _path, "503")] = "needs a server without its model or database "
+    "(test_server_api's server has no model and gets it)"
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import signal
@@ -86,3 +87,67 @@ def test_ended_job_records_expire_and_running_ones_stay(tmp_path: Path) -> None:
     assert board.expire() == 1
     assert not board.upload_path(old).exists()
     assert json.loads((tmp_path / f"{running}.json").read_text())["status"] == "running"
+
+
+def refused_post(  # type: ignore[no-untyped-def]
+    client: Client, path: str, chunks, content_type: str, length: int | None = None
+) -> tuple[int, bytes]:
+    """A POST of `chunks`, with a Content-Length of `length`, or chunked without one; the server
+    may answer and close before the whole body is sent, as it does when it refuses one."""
+    conn = http.client.HTTPConnection(client.host, client.port, timeout=120)
+    try:
+        conn.putrequest("POST", path)
+        headers = {"Authorization": f"Bearer {client.token}", "Content-Type": content_type}
+        if length is None:
+            headers["Transfer-Encoding"] = "chunked"
+        else:
+            headers["Content-Length"] = str(length)
+        for name, value in headers.items():
+            conn.putheader(name, value)
+        conn.endheaders()
+        try:
+            for chunk in chunks:
+                conn.send(chunk if length else f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+            if length is None:
+                conn.send(b"0\r\n\r\n")
+        except OSError:  # answered and closed before the whole body was sent
+            pass
+        response = conn.getresponse()
+        return response.status, response.read()
+    finally:
+        conn.close()
+
+
+def test_refused_uploads_leave_no_job_and_no_file(server) -> None:
+    """An upload over the limit, by Content-Length or chunked, is a 413 that leaves no job queued
+    and no partial upload on disk; a chunked JSON body over the body limit is a 413 too, not a
+    body cut at the limit."""
+    client: Client = server.client
+    create_memory(client, "refused")
+    jobs_dir = Path(server.env["TM_GUIDE_JOBS_DIR"])
+    limit = 64 * 1024 * 1024
+    piece = b"<!-- padding -->" * 65536  # 1 MiB
+    too_big = limit // len(piece) + 2
+    for length in (too_big * len(piece), None):
+        status, body = refused_post(
+            client,
+            "/v1/memories/refused/imports",
+            (piece for _ in range(too_big)),
+            "application/xml",
+            length,
+        )
+        assert status == 413, (length, body[:300])
+    states = [json.loads(p.read_text()) for p in jobs_dir.glob("*.json")]
+    assert [s["status"] for s in states if s["memory"] == "refused"] in ([], ["failed"] * 2)
+    assert not [s for s in states if s["status"] in ("queued", "running")]
+    assert list(jobs_dir.glob("*.upload")) == []
+    # the JSON body limit (256 KiB on these test servers), chunked, padded with spaces
+    padded = b'{"source": "a", "target": "b"' + b" " * (300 * 1024) + b"}"
+    status, body = refused_post(
+        client,
+        "/v1/memories/refused/segments",
+        (padded[i : i + 65536] for i in range(0, len(padded), 65536)),
+        "application/json",
+    )
+    assert status == 413, body[:300]
+    assert client.get("/v1/memories/refused").json["segment_count"] == 0

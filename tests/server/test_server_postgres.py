@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 import pytest
-from server_scenarios import BOMB, TMX, add_segment, concurrent_writers, create_memory, wait_for_job
+from server_scenarios import (
+    BOMB,
+    TMX,
+    add_segment,
+    concurrent_writers,
+    create_memory,
+    nul_in_paths_and_queries,
+    wait_for_job,
+)
 
 pytestmark = pytest.mark.postgres
 
@@ -30,6 +38,11 @@ def test_add_then_match_and_tmserver(client) -> None:
     assert reply.json["results"][0]["matches"][0]["segment_id"] == added["segment"]["id"]
     units = client.get("/tmserver/en/de/unit/Insert%20a%20chart%20into%20the%20spreadsheet.").json
     assert units[0]["quality"] == 100
+
+
+def test_nul_in_paths_is_refused_on_postgres(client) -> None:
+    create_memory(client, "pg-nul")
+    nul_in_paths_and_queries(client, "pg-nul")
 
 
 def test_concurrent_writers_on_postgres(client) -> None:

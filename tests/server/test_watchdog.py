@@ -45,8 +45,7 @@ def test_requests_within_the_limit_are_left_alone() -> None:
     watchdog = Watchdog(limit_s=1.0, interval_s=0.05)
     outcomes: list[str] = []
     threads = [
-        threading.Thread(target=spin, args=(watchdog, outcomes, 0.1), daemon=True)
-        for _ in range(4)
+        threading.Thread(target=spin, args=(watchdog, outcomes, 0.1), daemon=True) for _ in range(4)
     ]
     for thread in threads:
         thread.start()

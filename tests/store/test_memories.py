@@ -75,3 +75,18 @@ def test_language_tags_are_stored_in_bcp47_form(store: Store, given: str, stored
     memory = store.create_memory("m", "en", given)
     assert memory.target_lang == stored
     assert store.get_memory("m").target_lang == stored
+
+
+def test_a_read_of_a_memory_deleted_meanwhile_ends_in_an_error(store: Store) -> None:
+    """Pages are read apart (no long read transaction); a memory deleted between two of them
+    ends the read with NotFound, so an export cannot pass for complete."""
+    memory = store.create_memory("doomed", "en", "de")
+    count = store.options.read_batch + 5
+    store.import_records(memory, [SegmentRecord(f"Line {i}.", f"Zeile {i}.") for i in range(count)])
+    read = store.iter_segments(memory)
+    first = [next(read) for _ in range(3)]
+    assert [s.source for s in first] == ["Line 0.", "Line 1.", "Line 2."]
+    store.delete_memory("doomed")
+    with pytest.raises(NotFound, match="deleted while it was read"):
+        list(read)
+    assert [s.source for s in store.iter_segments(store.create_memory("kept", "en", "de"))] == []

@@ -9,11 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from tm_guide.config import Settings
+from tm_guide.model.choices import QUANTIZATIONS, SOURCE_FORMATS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    from tm_guide.model.convert import QUANTIZATIONS, SOURCES
-
     parser = subparsers.add_parser("model", help="convert, export and inspect model bundles")
     commands = parser.add_subparsers(dest="model_command", metavar="COMMAND")
     commands.required = True
@@ -29,7 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     convert.add_argument(
         "--format",
         dest="source_format",
-        choices=sorted(SOURCES),
+        choices=sorted(SOURCE_FORMATS),
         default="transformers",
         help="checkpoint format (default: transformers)",
     )

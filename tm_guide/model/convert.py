@@ -28,9 +28,9 @@ from tm_guide.model.card import (
     is_language_tag,
     verify_files,
 )
+from tm_guide.model.choices import QUANTIZATIONS
 from tm_guide.model.language_tokens import find_language_tokens
 
-QUANTIZATIONS = ("int8", "int8_float32", "float16", "float32")
 # Architectures whose original tokenizer appends </s> to the source although CTranslate2's
 # transformers converter records add_source_eos=false (the tokenizer is expected to do it).
 _SOURCE_EOS_ARCHITECTURES = ("MarianMTModel",)

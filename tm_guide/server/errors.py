@@ -11,9 +11,10 @@ from collections.abc import Callable
 from typing import Any
 
 from flask import Flask, Response, current_app, has_request_context, jsonify, request
+from sqlalchemy.exc import InterfaceError, OperationalError
 from werkzeug.exceptions import HTTPException
 
-from tm_guide.errors import TMGuideError
+from tm_guide.errors import ModelError, TMGuideError
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +58,29 @@ def _code_for(exc: HTTPException) -> str:
     return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
 
 
+def _unavailable(code: str, what: str) -> Response:
+    """503 for what the operator must fix on the server (a model, a database), said without
+    its paths or driver messages; the log has them."""
+    response = error_response(503, code, f"{what}; the server's log says why")
+    response.headers["Retry-After"] = "30"
+    return response
+
+
 def register_error_handlers(app: Flask) -> None:
+    @app.errorhandler(ModelError)
+    def handle_model_error(exc: ModelError) -> Response:
+        # the message names the bundle's files on this server: for its log, not for clients
+        log.error("model unavailable: %s", exc.message)
+        return _unavailable("model_unavailable", "the translation model cannot be loaded")
+
+    @app.errorhandler(OperationalError)
+    @app.errorhandler(InterfaceError)
+    def handle_database_error(exc: Exception) -> Response:
+        log.error("database unavailable: %s", exc)
+        return _unavailable(
+            "database_unavailable", "the translation memory database is unreachable"
+        )
+
     @app.errorhandler(TMGuideError)
     def handle_tm_guide_error(exc: TMGuideError) -> Response:
         if exc.status >= 500:

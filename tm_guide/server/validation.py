@@ -7,7 +7,7 @@ from typing import Any
 
 from flask import request
 
-from tm_guide.errors import InvalidInput
+from tm_guide.errors import InvalidInput, PayloadTooLarge
 
 
 def json_name(value: Any) -> str:
@@ -27,6 +27,7 @@ def json_name(value: Any) -> str:
 def json_body() -> dict[str, Any]:
     """The body as a JSON object; malformed JSON and invalid UTF-8 are 400s that say where."""
     raw = request.get_data(cache=True)
+    _refuse_cut_chunked_body(raw)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -49,6 +50,16 @@ def json_body() -> dict[str, Any]:
         )
     _check_values(body)
     return body
+
+
+def _refuse_cut_chunked_body(raw: bytes) -> None:
+    """A chunked body (no Content-Length) is read up to the body limit and no further, so one
+    over it would arrive cut at the limit: counted here, it is a 413, as with Content-Length."""
+    limit = request.max_content_length
+    if request.content_length is not None or limit is None or len(raw) < limit:
+        return
+    if request.environ["wsgi.input"].read(1):
+        raise PayloadTooLarge(f"request body is larger than allowed ({limit} bytes)", field="body")
 
 
 # No request of any protocol nests deeper than a few levels or sends a number of more digits

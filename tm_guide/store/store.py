@@ -347,16 +347,17 @@ class Store:
 
     def update_segment(self, memory: Memory, tuid: str, record: SegmentRecord) -> Segment:
         """Replace the segment with this tuid (NotFound if there is none)."""
-        with self.engine.connect() as conn:
-            exists = conn.execute(
-                select(segments.c.id).where(
-                    segments.c.memory_id == memory.id, segments.c.tuid == tuid
-                )
-            ).first()
+        exists = None
+        if not NOT_XML.search(tuid):  # one no segment can hold names none (a NUL: PostgreSQL)
+            with self.engine.connect() as conn:
+                exists = conn.execute(
+                    select(segments.c.id).where(
+                        segments.c.memory_id == memory.id, segments.c.tuid == tuid
+                    )
+                ).first()
         if exists is None:
             raise NotFound(f"no segment with tuid {tuid!r} in memory {memory.name!r}", field="tuid")
-        fields = {**record.__dict__, "tuid": tuid}
-        return self.add_segment(memory, SegmentRecord(**fields))
+        return self.add_segment(memory, SegmentRecord(**{**record.__dict__, "tuid": tuid}))
 
     def delete_segment(self, memory: Memory, segment_id: int) -> None:
         with self.engine.begin() as conn:
@@ -481,7 +482,8 @@ class Store:
         return [found[i] for i in wanted if i in found]
 
     def iter_segments(self, memory: Memory) -> Iterator[Segment]:
-        """All segments by id, fetched in pages (no long-held read transaction)."""
+        """All segments by id, fetched in pages (no long-held read transaction). A memory
+        deleted meanwhile is a NotFound at the end, never a read that looks complete."""
         last = 0
         while True:
             with self.engine.connect() as conn:
@@ -491,6 +493,14 @@ class Store:
                     .order_by(segments.c.id)
                     .limit(self.options.read_batch)
                 ).all()
+                gone = not rows and (
+                    conn.execute(select(memories.c.id).where(memories.c.id == memory.id)).first()
+                    is None
+                )
+            if gone:
+                raise NotFound(
+                    f"memory {memory.name!r} was deleted while it was read", field="memory"
+                )
             if not rows:
                 return
             for row in rows:

@@ -40,7 +40,8 @@ def ready() -> tuple[Response, int]:
             engine = engine_status(translator, services().config.compute)
         except Exception as exc:
             log.warning("readiness: model check failed: %s", exc)
-            checks["model"] = f"error: {getattr(exc, 'message', type(exc).__name__)}"
+            # the class, not the message, which names the server's files: the log has it
+            checks["model"] = f"error: {type(exc).__name__}"
             ok = False
     body: dict[str, Any] = {"status": "ready" if ok else "not_ready", "checks": checks}
     if engine is not None:

@@ -31,7 +31,13 @@ def start_import(name: str) -> tuple[Response, int]:
     request.max_content_length = svc.config.limits.max_import_bytes
     job_id = svc.jobs.new_job("import", memory.name, principal.name, fmt)
     upload = svc.jobs.upload_path(job_id)
-    size = _save_upload(upload)
+    try:
+        size = _save_upload(upload)
+    except BaseException as exc:  # 413, a client gone, a full disk: no job waits on this upload
+        upload.unlink(missing_ok=True)
+        message = getattr(exc, "description", None) or str(exc) or type(exc).__name__
+        svc.jobs.refuse(job_id, {"error": "upload_failed", "message": message})
+        raise
     if size == 0:
         upload.unlink(missing_ok=True)
         svc.jobs.refuse(job_id, {"error": "invalid_input", "message": "the uploaded file is empty"})
