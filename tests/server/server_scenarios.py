@@ -126,9 +126,15 @@ def nul_in_paths_and_queries(client: Client, memory: str) -> None:
         ("GET", "/v1/memories/a%00b", None),
         ("GET", "/tmserver/en/de/unit/a%00b", None),
         ("POST", f"/v1/memories/{memory}/segments", {"source": "a", "target": "b", "tuid": "\0"}),
+        (
+            "POST",
+            "/v1/suggest",
+            {"source": "a\0b", "memories": [memory], "options": {"translate": False}},
+        ),
     ]:
         reply = client.request(method, path, body)
-        allowed = (400, 404, 405) if method != "GET" else (200, 400, 404)  # a lookup may find none
+        lookup = method == "GET" or path == "/v1/suggest"
+        allowed = (200, 400, 404) if lookup else (400, 404, 405)  # a lookup may find nothing
         assert reply.status in allowed, (method, path, reply.status, reply.body[:300])
         assert b"Traceback" not in reply.body
     assert client.get(f"/v1/memories/{memory}").json == before

@@ -515,6 +515,8 @@ class Store:
             raise InvalidInput("side must be 'source' or 'target'", field="side")
         if not text.strip():
             raise InvalidInput("concordance text must not be empty", field="text")
+        if NOT_XML.search(text):  # no segment holds it (and a NUL never reaches PostgreSQL)
+            return []
         escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         column = segments.c[side]
         with self.engine.connect() as conn:
@@ -529,7 +531,7 @@ class Store:
     def same_source(self, memory_ids: Sequence[int], text: str, limit: int = 10) -> list[Segment]:
         """Segments whose source is exactly `text`: what answers a text the index has no words
         for ("/", "%s", "..."). A scan of the memories' rows, so callers ask only then."""
-        if limit <= 0 or not memory_ids:
+        if limit <= 0 or not memory_ids or NOT_XML.search(text):  # no segment holds a NUL
             return []
         with self.engine.connect() as conn:
             rows = conn.execute(
