@@ -7,6 +7,9 @@ the key rides in the path.
 
 from __future__ import annotations
 
+import json
+import socket
+
 import pytest
 from server_client import path_quote
 from server_scenarios import add_segment, create_memory
@@ -139,3 +142,18 @@ def test_out_of_range_arguments_are_clamped_like_amagama(server, reader, query, 
 def test_bad_language_tags_are_a_json_400(server, reader) -> None:
     reply = unit(server.client, "Change password", "en", "!!", key=reader)
     assert reply.status == 400 and reply.json["field"] == "target_lang"
+
+
+def test_the_http_servers_own_errors_are_json(server) -> None:
+    """Errors gunicorn answers before the app sees the request (a request line over its limit,
+    a malformed request line) come back as JSON with their status, not an HTML page."""
+    reply = server.client.get("/tmserver/en/de/unit/" + "a" * 9000)
+    assert reply.status == 414
+    assert reply.headers["content-type"] == "application/json"
+    assert reply.json["error"] == "uri_too_long" and reply.json["message"]
+    with socket.create_connection(("127.0.0.1", server.client.port), timeout=30) as raw:
+        raw.sendall(b"GET /v1/memories HTTP/9\r\n\r\n")
+        answer = raw.recv(65536)
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400") and b"application/json" in head
+    assert json.loads(body)["error"] == "bad_request"

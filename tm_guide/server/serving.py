@@ -117,7 +117,8 @@ class GunicornServer(BaseApplication):  # type: ignore[misc]
             ],
             "workers": opts.workers,
             "threads": opts.threads,
-            "worker_class": "gthread",
+            # gunicorn's threaded worker, answering its own parse errors (414, 431, 400) in JSON
+            "worker_class": "tm_guide.server.http_errors.JsonErrorThreadWorker",
             "timeout": opts.timeout_s,
             "graceful_timeout": 30,
             "keepalive": 5,
