@@ -66,3 +66,38 @@ def test_index_check_reports_damage_and_deletes_nothing(
     assert main(["--db", db_url, "index", "rebuild", "-q"]) == 0
     assert main(["--db", db_url, "index", "check"]) == 0
     assert "help: database revision 120, index revision 120: ok" in capsys.readouterr().out
+
+
+def test_an_index_far_behind_is_caught_up_off_the_lookup_path(db_url: str, tmp_path: Path) -> None:
+    """A second process (its own index) finds thousands of segments another one imported: its
+    lookups are answered from the database at once while its index catches up in the
+    background, and its writes meanwhile are neither lost nor held."""
+    with Store.open(db_url, tmp_path / "index-a") as writer:
+        memory = writer.create_memory("shared", "en", "de")
+    options = StoreOptions(background_index_min=500)
+    with Store.open(db_url, tmp_path / "index-b", options) as reader:
+        reader.search([memory.id], QUERY, 5)  # its index is current (empty)
+        with Store.open(db_url, tmp_path / "index-a") as writer:
+            writer.import_records(
+                writer.get_memory(memory.id),
+                [
+                    SegmentRecord(f"Open the dialog number {i} and press the key {i % 7}.", f"{i}")
+                    for i in range(3000)
+                ],
+            )
+        started = time.monotonic()
+        hits = reader.search([memory.id], QUERY, 5)
+        assert hits[0].segment.source == QUERY
+        assert reader.index_repairs() == [memory.id]  # catching up behind the answer
+        added = reader.add_segment(
+            reader.get_memory(memory.id), SegmentRecord("Added now.", "Neu.")
+        )
+        assert time.monotonic() - started < 30
+        deadline = time.monotonic() + 120
+        while reader.index_repairs():
+            assert time.monotonic() < deadline, "the background catch-up did not end"
+            time.sleep(0.1)
+        assert reader.search([memory.id], QUERY, 5)[0].score < 100  # BM25: the index answers
+        assert [h.segment.id for h in reader.search([memory.id], "Added now.", 1)] == [added.id]
+        state = {s.memory.id: s for s in reader.index_states()}[memory.id]
+        assert state.current

@@ -1,10 +1,13 @@
-"""Lookups while a memory's index cannot answer: from the database, and a repair behind them.
+"""Lookups while a memory's index cannot answer: from the database, with the index brought up
+to date behind them.
 
 The index is a view of the database, rebuildable at will. When reading it fails (files
-truncated or damaged under a revision that still looks current), a lookup must not fail with
-it: the memory's segments are ranked from the database instead, by character similarity to the
-query, and the index is rebuilt in a background thread. Until the rebuild is done, lookups of
-that memory keep taking this path.
+truncated or damaged under a revision that still looks current), or it is so far behind the
+database that catching it up would hold a lookup for long (another process imported thousands
+of segments), a lookup must not fail or wait with it: the memory's segments are ranked from the
+database instead, by character similarity to the query, and the index is rebuilt or caught up in
+a background thread. Until that is done, lookups of the memory take this path, and writes leave
+its index alone (the catch-up after it takes them in: the revision says what is missing).
 """
 
 from __future__ import annotations
@@ -46,7 +49,8 @@ def database_search(
 
 
 class IndexRepairs:
-    """The memories whose index is being rebuilt after it failed, one thread each."""
+    """The memories whose index is being rebuilt or caught up in the background, one thread
+    each."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -60,27 +64,31 @@ class IndexRepairs:
         with self._lock:
             return sorted(self._running)
 
-    def start(self, memory: Memory, rebuild: Callable[[Memory], None], error: Exception) -> None:
-        """Rebuild `memory`'s index in the background, unless that is already under way."""
+    def start(
+        self, memory: Memory, work: Callable[[Memory], None], why: str, failed: bool = False
+    ) -> None:
+        """Run `work` (a rebuild, a catch-up) on `memory`'s index in the background, unless
+        something is already under way for it; `why` goes to the log."""
         with self._lock:
             if memory.id in self._running:
                 return
             self._running.add(memory.id)
-        log.error(
-            "index of memory %r failed (%s: %s): answering from the database and rebuilding it",
+        log.log(
+            logging.ERROR if failed else logging.INFO,
+            "index of memory %r %s (%s): answering from the database meanwhile",
             memory.name,
-            type(error).__name__,
-            error,
+            "failed; rebuilding it" if failed else "behind; catching it up",
+            why,
         )
 
         def run() -> None:
             try:
-                rebuild(memory)
-                log.warning("index of memory %r rebuilt", memory.name)
+                work(memory)
+                log.info("index of memory %r is current again", memory.name)
             except Exception:
-                log.exception("rebuilding the index of memory %r failed", memory.name)
+                log.exception("bringing the index of memory %r up to date failed", memory.name)
             finally:
                 with self._lock:
                     self._running.discard(memory.id)
 
-        threading.Thread(target=run, name=f"index-repair-{memory.id}", daemon=True).start()
+        threading.Thread(target=run, name=f"index-upkeep-{memory.id}", daemon=True).start()

@@ -60,6 +60,10 @@ class StoreOptions:
 
     import_batch: int = 2000
     bulk_index_min: int = 1000  # imports adding this many rows may re-index the memory in bulk
+    # a lookup that finds its memory's index this many segments behind the database (another
+    # process imported them) has the index caught up in the background, and is answered from
+    # the database meanwhile, instead of waiting for the catch-up
+    background_index_min: int = 2000
     read_batch: int = 2000
     # PostgreSQL: refresh the planner's statistics inside an import once the memory reaches this
     # many segments, and again at every doubling (see _PlannerStatistics)
@@ -433,6 +437,10 @@ class Store:
         buffered: bool = False,
     ) -> None:
         key = MemoryKey(memory.id, memory.uuid, revision)
+        if self._repairs.active(memory.id):
+            # the index is being rebuilt or caught up in the background, holding its lock: this
+            # change is in the database, and the next lookup after that catches it up
+            return
         try:
             with self.engine.connect() as conn:
                 rows = conn.execution_options(yield_per=self.options.read_batch).execute(
@@ -564,24 +572,46 @@ class Store:
         return [SearchHit(by_id[sid], score) for score, sid in top if sid in by_id]
 
     def _search_one(self, memory: Memory, text: str, limit: int) -> list[tuple[int, float]]:
-        """The memory's index answers; where it cannot (damaged files), the database does, and
-        the index is rebuilt behind it (tm_guide.store.fallback)."""
+        """The memory's index answers; where it cannot (damaged files) or would first have to
+        index many segments, the database does, while the index is rebuilt or caught up behind
+        it (tm_guide.store.fallback)."""
         if not self._repairs.active(memory.id):
             try:
-                self.ensure_index(memory)
-                return self.index.search(_key(memory), text, limit)
+                behind = self._segments_behind(memory)
+                if behind < self.options.background_index_min:
+                    self.ensure_index(memory)
+                    return self.index.search(_key(memory), text, limit)
+                self._repairs.start(memory, self.ensure_index, f"{behind} segments to index")
             except TMGuideError:
                 raise
             except Exception as exc:  # the index is a rebuildable view: never fail a lookup on it
-                self._repairs.start(memory, self.rebuild_index, exc)
+                self._repairs.start(
+                    memory, self.rebuild_index, f"{type(exc).__name__}: {exc}", failed=True
+                )
         return database_search(self.engine, memory, text, limit)
+
+    def _segments_behind(self, memory: Memory) -> int:
+        """How many segments the memory's index lacks (changed since the revision it holds)."""
+        indexed = self.index.indexed_revision(_key(memory))
+        if indexed is None:
+            return memory.segment_count
+        if indexed >= memory.revision:
+            return 0
+        with self.engine.connect() as conn:
+            return int(
+                conn.execute(
+                    select(func.count()).where(
+                        segments.c.memory_id == memory.id, segments.c.revision > indexed
+                    )
+                ).scalar_one()
+            )
 
     def verify_index(self, memory: Memory) -> str | None:
         """What is wrong with the memory's index files (every one read through), or None."""
         return self.index.verify(_key(memory))
 
     def index_repairs(self) -> list[int]:
-        """Ids of the memories whose index is being rebuilt after it failed."""
+        """Ids of the memories whose index is being rebuilt or caught up in the background."""
         return self._repairs.names()
 
     # ---- index upkeep ---------------------------------------------------------------------
