@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
+import time
 
 import pytest
 from server_client import path_quote
@@ -157,3 +159,62 @@ def test_the_http_servers_own_errors_are_json(server) -> None:
     head, _, body = answer.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 400") and b"application/json" in head
     assert json.loads(body)["error"] == "bad_request"
+
+
+def slow_client(port: int, lines: int, pause_s: float, answers: list[bytes]) -> None:
+    """A client that sends its request head a header line at a time, pausing between them."""
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as raw:
+        raw.sendall(b"GET /health HTTP/1.1\r\nHost: slow\r\n")
+        for i in range(lines):
+            time.sleep(pause_s)
+            raw.sendall(f"X-Slow-{i}: {'x' * 10}\r\n".encode())
+        raw.sendall(b"Connection: close\r\n\r\n")
+        answers.append(raw.recv(65536))
+
+
+def test_slow_clients_hold_no_request_thread(server) -> None:
+    """More clients than the server has threads (8 here), each sending its headers slowly, do
+    not make a normal request wait: whole requests are read before a thread takes them."""
+    answers: list[bytes] = []
+    slow = [
+        threading.Thread(target=slow_client, args=(server.client.port, 10, 0.3, answers))
+        for _ in range(12)
+    ]
+    for thread in slow:
+        thread.start()
+    time.sleep(0.5)  # every slow client has sent its first line
+    waits = []
+    for _ in range(5):
+        started = time.monotonic()
+        assert server.client.get("/health").status == 200
+        waits.append(time.monotonic() - started)
+        time.sleep(0.2)
+    for thread in slow:
+        thread.join(60)
+    assert max(waits) < 1.0, waits
+    assert len(answers) == 12 and all(a.startswith(b"HTTP/1.1 200") for a in answers)
+
+
+def test_a_body_sent_in_pieces_and_a_kept_alive_connection_are_served(server, reader) -> None:
+    """The request a thread takes is the whole one, whatever pieces it came in, and the next
+    request on a kept-alive connection is read the same way."""
+    body = json.dumps(
+        {"source": "Change Password", "memories": ["cli"], "options": {"translate": False}}
+    ).encode()
+    head = (
+        f"POST /v1/suggest HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer {reader}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    with socket.create_connection(("127.0.0.1", server.client.port), timeout=60) as raw:
+        for piece in (head[:20], head[20:] + body[:10], body[10:]):
+            raw.sendall(piece)
+            time.sleep(0.3)
+        first = raw.recv(65536)
+        assert first.startswith(b"HTTP/1.1 200"), first[:300]
+        raw.sendall(b"GET /health HTTP/1.1\r\nHost: t\r\n")  # the same connection, again slowly
+        time.sleep(0.3)
+        raw.sendall(b"Connection: close\r\n\r\n")
+        second = b""
+        while chunk := raw.recv(65536):
+            second += chunk
+    assert second.startswith(b"HTTP/1.1 200") and b'"ok"' in second
