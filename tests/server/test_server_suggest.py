@@ -3,11 +3,18 @@ very next suggestion with its translation pieces."""
 
 from __future__ import annotations
 
+import os
+import signal
+import socket
+import subprocess
 import time
+from pathlib import Path
 
 import pytest
 from rapidfuzz.distance import Levenshtein
 from server_scenarios import add_segment, create_memory
+
+from tm_guide.server.jobs import JobBoard, process_start_time
 
 # Words from the tiny model's vocabulary (tests/conftest.py), so that pieces are real subwords.
 TM_SOURCE = "Click open the menu file save window dialog."
@@ -212,3 +219,50 @@ def test_a_close_match_is_repaired_on_request_and_named_in_the_answer(server) ->
         refused = ask(repair=bad)
         assert refused.status == 400, (bad, refused.body)
         assert refused.json["field"] == "options.repair", refused.body
+
+
+def analysed(server, memory: str) -> tuple[int, int]:
+    """(segments, analysed) of `tm-guide stats`."""
+    done = server.cli("stats", memory)
+    assert done.returncode == 0, done.stderr
+    fields = done.stdout.splitlines()[1].split()
+    return int(fields[4]), int(fields[5])  # NAME en -> de SEGMENTS ANALYSED ...
+
+
+def test_an_alignment_cut_short_by_a_crash_is_resumed(server, tmp_path) -> None:
+    """An import whose worker was killed while it aligned what it had stored (its records
+    committed, most of them unaligned) is taken up again by the worker gunicorn starts next:
+    the job ends succeeded, and every segment is aligned. The crash is a real kill -9 of the
+    worker; the job record is the one such a crash leaves."""
+    tsv = tmp_path / "crash.tsv"
+    tsv.write_text(
+        "".join(f"{TM_SOURCE[:-1]} {i}.\t{TM_TARGET[:-1]} {i}.\n" for i in range(40)),
+        encoding="utf-8",
+    )
+    done = server.cli("import", "crash", str(tsv), "-q", "--create", "en", "de")
+    assert done.returncode == 0, done.stderr
+    assert analysed(server, "crash") == (40, 0)
+    board = JobBoard(Path(server.env["TM_GUIDE_JOBS_DIR"]))
+    job_id = board.new_job("import", "crash", "admin")
+    worker_pid = int(
+        subprocess.run(
+            ["pgrep", "-P", str(server.process.pid)], capture_output=True, text=True
+        ).stdout.split()[0]
+    )
+    worker = {"host": socket.gethostname(), "pid": worker_pid}
+    worker["started"] = process_start_time(worker_pid)
+    board.update(job_id, status="running", phase="aligning", worker=worker)
+    assert server.client.get(f"/v1/jobs/{job_id}").json["status"] == "running"  # alive so far
+    os.kill(worker_pid, signal.SIGKILL)
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            job = server.client.get(f"/v1/jobs/{job_id}").json
+            if job["status"] == "succeeded":
+                break
+        except OSError:  # the new worker is starting
+            pass
+        assert time.monotonic() < deadline, job
+        time.sleep(0.3)
+    assert job["result"]["resumed"] is True and job["committed"] == "all", job
+    assert analysed(server, "crash") == (40, 40)

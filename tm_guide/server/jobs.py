@@ -9,8 +9,10 @@ pid is not mistaken for it). A queued or running job whose process is gone (a cr
 restart) reads as "interrupted", with `committed` saying what reached the database: "nothing"
 while the file was still being read (an import is one transaction), "all" once it was committed
 (only the alignment after it was cut short, which the piece builder redoes on demand). An
-interrupted job that committed nothing keeps its upload and can be retried. Finished and
-interrupted job records are deleted `ttl_s` after they ended (TM_GUIDE_JOB_TTL_HOURS).
+interrupted job that committed nothing keeps its upload and can be retried; one that committed
+all is taken up again by the next worker to start (`alignments_to_resume`, `claim`), which
+aligns what the import stored. Finished and interrupted job records are deleted `ttl_s` after
+they ended (TM_GUIDE_JOB_TTL_HOURS).
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def _start_time(pid: int) -> str | None:
+def process_start_time(pid: int) -> str | None:
     """When process `pid` started (Linux: field 22 of /proc/<pid>/stat), None if it is gone."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -54,7 +56,7 @@ def _start_time(pid: int) -> str | None:
 
 def this_worker() -> dict[str, Any]:
     pid = os.getpid()
-    return {"host": socket.gethostname(), "pid": pid, "started": _start_time(pid)}
+    return {"host": socket.gethostname(), "pid": pid, "started": process_start_time(pid)}
 
 
 def worker_alive(worker: dict[str, Any] | None) -> bool:
@@ -62,7 +64,7 @@ def worker_alive(worker: dict[str, Any] | None) -> bool:
     (its own server reports it)."""
     if not worker or worker.get("host") != socket.gethostname():
         return True
-    started = _start_time(int(worker.get("pid", -1)))
+    started = process_start_time(int(worker.get("pid", -1)))
     return started is not None and started == worker.get("started")
 
 
@@ -151,6 +153,38 @@ class JobBoard:
                 self.upload_path(job_id).unlink(missing_ok=True)
         return state
 
+    def alignments_to_resume(self) -> list[str]:
+        """Jobs whose records were committed but whose process died while aligning them (read
+        as interrupted with `committed` "all"), not yet taken up again by any process."""
+        found = []
+        for path in sorted(self.directory.glob("*.json")) if self.directory.exists() else []:
+            job_id = path.stem
+            try:
+                state = self.read(job_id)
+            except (NotFound, OSError, ValueError):
+                continue
+            if (
+                state.get("kind") == "import"
+                and state.get("status") == "interrupted"
+                and state.get("committed") == "all"
+                and not state.get("resumed_at")
+            ):
+                found.append(job_id)
+        return found
+
+    def claim(self, job_id: str) -> bool:
+        """Take job `job_id` up again in this process, unless another process already did (the
+        first to create its claim file wins, whichever worker or replica it is)."""
+        try:
+            fd = os.open(self._path(job_id, ".claim"), os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            return False
+        os.close(fd)
+        self.update(
+            job_id, status="running", phase="aligning", worker=this_worker(), resumed_at=_now()
+        )
+        return True
+
     def refuse(self, job_id: str, error: dict[str, str]) -> None:
         """End a job before it ran (its upload was unusable): failed, nothing stored."""
         self.update(job_id, status="failed", error=error, committed="nothing", finished_at=_now())
@@ -196,6 +230,7 @@ class JobBoard:
                 continue
             path.unlink(missing_ok=True)
             path.with_suffix(".upload").unlink(missing_ok=True)
+            path.with_suffix(".claim").unlink(missing_ok=True)
             removed += 1
         return removed
 
@@ -221,7 +256,8 @@ class JobBoard:
             self._executor.submit(self._run, job_id, work)
 
     def _run(self, job_id: str, work: Callable[[JobProgress], dict[str, Any]]) -> None:
-        self.update(job_id, status="running", phase="reading", worker=this_worker())
+        if self.read(job_id).get("phase") != "aligning":  # a resumed job starts where it was
+            self.update(job_id, status="running", phase="reading", worker=this_worker())
         try:
             result = work(JobProgress(self, job_id))
         except TMGuideError as exc:

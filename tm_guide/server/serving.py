@@ -18,6 +18,7 @@ import re
 import tempfile
 import threading
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -136,8 +137,7 @@ class GunicornServer(BaseApplication):  # type: ignore[misc]
             # gunicorn >= 25.1 opens a control socket at one path per user: two servers on a
             # machine would collide there, and nothing here uses it
             settings["control_socket_disable"] = True
-        if opts.warm:
-            settings["post_worker_init"] = _warm_worker
+        settings["post_worker_init"] = partial(_start_worker, warm=opts.warm)
         if opts.workers > 1:
             settings["child_exit"] = lambda _arbiter, worker: metrics.worker_exited(worker.pid)
         for key, value in settings.items():
@@ -149,22 +149,30 @@ class GunicornServer(BaseApplication):  # type: ignore[misc]
         return create_app(self.server_config)
 
 
-def _warm_worker(worker: Any) -> None:
-    """Open the store and load the model in the background, so the first editor does not wait."""
-    app = worker.wsgi
+def _start_worker(worker: Any, warm: bool) -> None:
+    """In the background of a new worker: take up imports whose process died while aligning,
+    and, when `warm`, open the store and load the model so the first editor does not wait."""
+    services = worker.wsgi.extensions["tm_guide"]
 
-    def warm() -> None:
-        services = app.extensions["tm_guide"]
+    def start() -> None:
+        from tm_guide.server.api.jobs import resume_alignments
+
+        if warm:
+            try:
+                services.store()
+                services.translator()
+                worker.log.info("worker %s: store open, model loaded", worker.pid)
+            except Exception as exc:  # /ready reports the same failure to whoever asks
+                worker.log.warning(
+                    "worker %s: warm-up failed: %s", worker.pid, getattr(exc, "message", exc)
+                )
         try:
-            services.store()
-            services.translator()
-            worker.log.info("worker %s: store open, model loaded", worker.pid)
-        except Exception as exc:  # /ready reports the same failure to whoever asks
-            worker.log.warning(
-                "worker %s: warm-up failed: %s", worker.pid, getattr(exc, "message", exc)
-            )
+            for job_id in resume_alignments(services):
+                worker.log.info("worker %s: resuming the alignment of job %s", worker.pid, job_id)
+        except Exception:
+            worker.log.exception("worker %s: resuming interrupted alignments failed", worker.pid)
 
-    threading.Thread(target=warm, name="tm-guide-warm", daemon=True).start()
+    threading.Thread(target=start, name="tm-guide-start", daemon=True).start()
 
 
 def serve(config: ServerConfig, options: ServeOptions) -> None:

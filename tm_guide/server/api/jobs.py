@@ -94,7 +94,7 @@ def _import_file(
         reader = read(cast(IO[bytes], reader_file), memory.source_lang, memory.target_lang)
         report = store.import_records(memory, progress.records(reader, reader_file, size))
     progress.phase("aligning")
-    aligned = analyse_memory(svc, memory)
+    aligned = analyse_memory(svc, memory)  # cut short by a crash, it is resumed: resume_alignments
     written = report.added + report.updated
     svc.metrics.segments_added.labels(kind="import").inc(written)
     memory = store.get_memory(memory_name)
@@ -110,6 +110,33 @@ def _import_file(
         "revision": memory.revision,
         "segment_count": memory.segment_count,
     }
+
+
+def resume_alignments(svc: Services) -> list[str]:
+    """Take up the imports whose process died while aligning what they had stored: each is
+    claimed by one process, aligned again, and ends as succeeded. Run when a worker starts."""
+    from tm_guide.server.translation import analyse_memory
+
+    resumed = []
+    for job_id in svc.jobs.alignments_to_resume():
+        if not svc.jobs.claim(job_id):
+            continue
+        name = svc.jobs.read(job_id)["memory"]
+
+        def align(progress: JobProgress, name: str = name) -> dict[str, Any]:
+            memory = svc.store().get_memory(name)
+            aligned = analyse_memory(svc, memory)
+            memory = svc.store().get_memory(name)
+            return {
+                "aligned": aligned,
+                "resumed": True,
+                "revision": memory.revision,
+                "segment_count": memory.segment_count,
+            }
+
+        svc.jobs.submit(job_id, align)
+        resumed.append(job_id)
+    return resumed
 
 
 @blueprint.get("/jobs/<job_id>")
