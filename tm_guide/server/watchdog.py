@@ -6,7 +6,8 @@ watchdog looks at the running requests once per interval; one past the limit is 
 `RequestTimedOut` is raised inside its thread (CPython's asynchronous exception, delivered at
 the thread's next Python instruction), so its `with` blocks release their locks on the way out
 and the client gets a 503 in its protocol's shape. A thread inside a long C call (a database
-query, a decoding batch) gets it when that call returns.
+query, a decoding batch) gets it when that call returns. The watch ends when the view returns:
+a streamed body (an export) is written after that, for as long as its client reads it.
 """
 
 from __future__ import annotations
