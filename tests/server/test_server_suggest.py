@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from rapidfuzz.distance import Levenshtein
-from server_scenarios import add_segment, create_memory
+from server_scenarios import add_segment, create_memory, wait_for_job
 
 from tm_guide.server.jobs import JobBoard, process_start_time
 
@@ -266,3 +266,29 @@ def test_an_alignment_cut_short_by_a_crash_is_resumed(server, tmp_path) -> None:
         time.sleep(0.3)
     assert job["result"]["resumed"] is True and job["committed"] == "all", job
     assert analysed(server, "crash") == (40, 40)
+
+
+def test_an_import_job_reports_the_stages_of_its_alignment(server) -> None:
+    """Once the records are stored, the job's progress follows the alignment's stages instead
+    of staying at the file's 1.0."""
+    create_memory(server.client, "staged")
+    units = "".join(
+        f'<tu><tuv xml:lang="en"><seg>{TM_SOURCE[:-1]} {i}.</seg></tuv>'
+        f'<tuv xml:lang="de"><seg>{TM_TARGET[:-1]} {i}.</seg></tuv></tu>'
+        for i in range(30)
+    )
+    tmx = (
+        '<?xml version="1.0"?><tmx version="1.4"><header srclang="en" datatype="plaintext" '
+        'segtype="sentence" adminlang="en" creationtool="t" creationtoolversion="1" o-tmf="t"/>'
+        f"<body>{units}</body></tmx>"
+    ).encode()
+    started = server.client.post(
+        "/v1/memories/staged/imports", raw=tmx, headers={"Content-Type": "application/xml"}
+    )
+    assert started.status == 202, started.body
+    job = wait_for_job(server.client, started.json["status_url"])
+    assert job["status"] == "succeeded" and job["result"]["aligned"] == 30, job
+    progress = job["progress"]
+    assert progress["records_read"] == 30
+    assert (progress["stage"], progress["done"], progress["total"]) == ("storing", 30, 30)
+    assert analysed(server, "staged") == (30, 30)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
@@ -112,6 +112,15 @@ def align_token_pairs(
     return symmetrize(links, source, target), links
 
 
+# (stage, done, total): how far aligning a memory got, for a job's progress
+StageReport = Callable[[str, int, int], None]
+REPORT_EVERY = 1000  # segments tokenized between two reports
+
+
+def _no_report(stage: str, done: int, total: int) -> None:
+    pass
+
+
 class MemoryAligner:
     """Aligns the segments of a store's memories with one tokenizer; keeps priors per memory."""
 
@@ -140,10 +149,17 @@ class MemoryAligner:
 
     # ---- whole memories -------------------------------------------------------------------
 
-    def align_memory(self, memory: Any, mode: str = "auto", progress: bool = False) -> AlignReport:
+    def align_memory(
+        self,
+        memory: Any,
+        mode: str = "auto",
+        progress: bool = False,
+        report: StageReport | None = None,
+    ) -> AlignReport:
         """mode "full" realigns every segment in one pass; "stale" aligns only the segments without
         a current alignment, against the memory's priors; "auto" picks "full" when most of the
-        memory is stale (an import, a new tokenizer) and "stale" otherwise."""
+        memory is stale (an import, a new tokenizer) and "stale" otherwise. `report` is told
+        each stage (tokenizing, aligning, storing) with how far it got."""
         if mode not in ("auto", "full", "stale"):
             raise InvalidInput(
                 f"align mode must be auto, full or stale, not {mode!r}", field="mode"
@@ -166,20 +182,27 @@ class MemoryAligner:
             mode = "full" if stale and (mostly_stale or thin) else "stale"
         if mode == "stale" and not stale:
             return AlignReport(memory.name, "none", 0, time.perf_counter() - started)
+        report = report or _no_report
         if mode == "full":
-            aligned = self._align_full(memory, segments, progress)
+            aligned = self._align_full(memory, segments, progress, report)
         else:
+            report("aligning", 0, len(stale))
             aligned = len(self.align_segments(stale, progress=progress))
+            report("aligning", aligned, len(stale))
         return AlignReport(memory.name, mode, aligned, time.perf_counter() - started)
 
-    def _align_full(self, memory: Any, segments: list[Any], progress: bool) -> int:
-        source, target = self._tokenize(segments, progress)
+    def _align_full(
+        self, memory: Any, segments: list[Any], progress: bool, report: StageReport
+    ) -> int:
+        source, target = self._tokenize(segments, progress, report)
         if progress:
             tqdm.write(
                 f"aligning {len(segments)} pairs of {memory.name} with eflomal (both directions)"
             )
+        report("aligning", 0, len(segments))  # eflomal tells nothing until it is done
         alignments, links = align_token_pairs(source, target, self.options.bulk)
-        self._store(segments, source, target, alignments, progress)
+        report("aligning", len(segments), len(segments))
+        self._store(segments, source, target, alignments, progress, report)
         priors = AlignmentPriors.estimate(source, target, links.forward, links.reverse)
         # The basis is what was aligned, not the count of the caller's memory object, which
         # may predate the import that brought these segments in.
@@ -329,14 +352,20 @@ class MemoryAligner:
     # ---- helpers --------------------------------------------------------------------------
 
     def _tokenize(
-        self, segments: Iterable[Any], progress: bool
+        self, segments: Iterable[Any], progress: bool, report: StageReport | None = None
     ) -> tuple[list[list[str]], list[list[str]]]:
         source: list[list[str]] = []
         target: list[list[str]] = []
         segments = list(segments)
-        for segment in tqdm(segments, desc="tokenizing", unit="seg", disable=not progress):
+        report = report or _no_report
+        for done, segment in enumerate(
+            tqdm(segments, desc="tokenizing", unit="seg", disable=not progress)
+        ):
+            if done % REPORT_EVERY == 0:
+                report("tokenizing", done, len(segments))
             source.append(self.tokenizer.encode_source(segment.source))
             target.append(self.tokenizer.encode_target(segment.target))
+        report("tokenizing", len(segments), len(segments))
         return source, target
 
     def _store(
@@ -346,6 +375,7 @@ class MemoryAligner:
         target: Sequence[list[str]],
         alignments: Sequence[list[Link]],
         progress: bool,
+        report: StageReport | None = None,
     ) -> dict[int, Any]:
         from tm_guide.store import SegmentAnalysis
 
@@ -367,4 +397,6 @@ class MemoryAligner:
                 chunk = items[start : start + batch]
                 self.store.set_analysis(chunk)
                 bar.update(len(chunk))
+                if report is not None:
+                    report("storing", start + len(chunk), len(items))
         return analyses

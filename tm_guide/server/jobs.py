@@ -321,6 +321,22 @@ class JobProgress:
             yield record
         self._report(count, reader.bytes_read, total_bytes)
 
+    def stage(self, name: str, done: int, total: int) -> None:
+        """How far a stage after reading (tokenizing, aligning, storing) got: `progress` gains
+        `stage`, `done` and `total`, and its `fraction` is that stage's."""
+        now = time.monotonic()
+        if done not in (0, total) and now - self._last < self.INTERVAL_S:
+            return
+        self._last = now
+        progress = dict(self.board.read(self.job_id).get("progress") or {})
+        progress.update(
+            stage=name,
+            done=done,
+            total=total,
+            fraction=round(done / total, 4) if total else 1.0,
+        )
+        self.board.update(self.job_id, progress=progress)
+
     def _report(self, count: int, done: int, total: int) -> None:
         fraction = round(min(1.0, done / total), 4) if total else 1.0
         self.board.update(

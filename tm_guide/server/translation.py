@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import gc
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -285,8 +285,11 @@ def align_after_write(services: Any, segments: Sequence[Any]) -> None:
     deferred.submit(segment.id for segment in segments)
 
 
-def analyse_memory(services: Any, memory: Any) -> int:
-    """Align what an import brought in, in one pass; 0 when there is no model to tokenize with."""
+def analyse_memory(
+    services: Any, memory: Any, report: Callable[[str, int, int], None] | None = None
+) -> int:
+    """Align what an import brought in, in one pass; 0 when there is no model to tokenize with.
+    `report` is told each stage of the alignment with how far it got."""
     from tm_guide.errors import ModelError
 
     try:
@@ -294,4 +297,4 @@ def analyse_memory(services: Any, memory: Any) -> int:
     except ModelError as exc:
         log.info("memory %s imported without alignment: %s", memory.name, exc.message)
         return 0
-    return aligner.align_memory(memory, mode="auto").aligned
+    return aligner.align_memory(memory, mode="auto", report=report).aligned

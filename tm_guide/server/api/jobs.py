@@ -94,7 +94,8 @@ def _import_file(
         reader = read(cast(IO[bytes], reader_file), memory.source_lang, memory.target_lang)
         report = store.import_records(memory, progress.records(reader, reader_file, size))
     progress.phase("aligning")
-    aligned = analyse_memory(svc, memory)  # cut short by a crash, it is resumed: resume_alignments
+    # cut short by a crash, it is resumed: resume_alignments
+    aligned = analyse_memory(svc, memory, progress.stage)
     written = report.added + report.updated
     svc.metrics.segments_added.labels(kind="import").inc(written)
     memory = store.get_memory(memory_name)
@@ -125,7 +126,7 @@ def resume_alignments(svc: Services) -> list[str]:
 
         def align(progress: JobProgress, name: str = name) -> dict[str, Any]:
             memory = svc.store().get_memory(name)
-            aligned = analyse_memory(svc, memory)
+            aligned = analyse_memory(svc, memory, progress.stage)
             memory = svc.store().get_memory(name)
             return {
                 "aligned": aligned,
