@@ -22,6 +22,12 @@ with --add-think-ms between its adds as translators confirming segments do:
 
   python bench/server_bench.py --clients 16 --adds 16 --suggestions 240 --think-ms 2000
 
+Writers under load, each add followed by a lookup of its text (both stores; --db for
+PostgreSQL):
+
+  python bench/server_bench.py --clients 32 --adds 16000 --suggestions 32 --matches-only \
+      --lookup-after-add
+
 A/B in one run: each --variant starts its own server with extra environment variables (all of
 them seeded alike), and the phases are split into --rounds rounds that alternate between the
 servers, so that a changing load on the machine falls on every variant alike:
@@ -49,6 +55,7 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO / "bench" / "corpus" / "data" / "en-de"
@@ -119,6 +126,7 @@ class BenchOptions:
     rounds: int = 1
     think_ms: float = 0.0  # mean pause of a client between its suggestions (0: back to back)
     add_think_ms: float = 0.0  # mean pause of a client between its adds (0: back to back)
+    lookup_after_add: bool = False  # each add is followed by a tmserver lookup of its text
 
 
 @dataclass(frozen=True)
@@ -195,6 +203,21 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def add_then_look_up(api: Http, source: str, target: str) -> tuple[int, Any]:
+    """An add, then a tmserver lookup of the text just added (as an editor whose tool asks for
+    the next segment, which repeats it): the add's answer, unless the lookup failed or did not
+    find the new target, which counts as an error."""
+    status, body = api.call(
+        "POST", "/v1/memories/bench/segments", {"source": source, "target": target}
+    )
+    if status != 201:
+        return status, body
+    looked, units = api.call("GET", "/tmserver/en/de/unit/" + quote(source, safe=""))
+    if looked != 200 or not any(unit["target"] == target for unit in units or []):
+        return looked or 0, f"lookup after the add: {str(units)[:150]}"
+    return status, body
 
 
 def sentence(rng: random.Random, n: int) -> str:
@@ -313,6 +336,12 @@ def main(argv: list[str] | None = None) -> int:
         "e.g. 100 for 24 writers offering ~200 adds/s between them",
     )
     parser.add_argument(
+        "--lookup-after-add",
+        action="store_true",
+        help="follow each add with a tmserver lookup of its text, which must find it (the "
+        "add phase's latency then covers both)",
+    )
+    parser.add_argument(
         "--rounds",
         type=int,
         default=1,
@@ -334,6 +363,7 @@ def main(argv: list[str] | None = None) -> int:
         rounds=max(1, args.rounds),
         think_ms=max(0.0, args.think_ms),
         add_think_ms=max(0.0, args.add_think_ms),
+        lookup_after_add=args.lookup_after_add,
     )
     variants = args.variant or [Variant("server")]
     if args.db and len(variants) > 1:
@@ -379,7 +409,9 @@ def bench(options: BenchOptions, variants: list[Variant], work: Path) -> int:
             for server in running:
                 api = server.api
                 add_jobs = [
-                    partial(
+                    partial(add_then_look_up, api, s, t)
+                    if options.lookup_after_add
+                    else partial(
                         api.call, "POST", "/v1/memories/bench/segments", {"source": s, "target": t}
                     )
                     for s, t in _share(server.adds, round_no, options.rounds)
