@@ -162,16 +162,22 @@ def test_billion_laughs_is_rejected_without_expansion() -> None:
     assert "(lol, lol1, lol2, lol3, lol4 and 5 more)" in str(caught.value)
 
 
+def with_doctype(path: Path, doctype: str, source: str, target: str) -> Path:
+    """A one-unit TMX at `path` whose prolog carries `doctype`."""
+    return write(
+        path,
+        f'<?xml version="1.0"?>\n{doctype}\n'
+        + TMX_HEAD.split("\n", 1)[1]
+        + f'<tu><tuv xml:lang="en"><seg>{source}</seg></tuv>'
+        + f'<tuv xml:lang="de"><seg>{target}</seg></tuv></tu>\n'
+        + TMX_TAIL,
+    )
+
+
 def test_external_entity_is_rejected_and_never_read(tmp_path: Path) -> None:
     write(tmp_path / "secret.txt", "TOP-SECRET-CONTENT")
-    path = write(
-        tmp_path / "xxe.tmx",
-        '<?xml version="1.0"?>\n'
-        '<!DOCTYPE tmx [<!ENTITY xxe SYSTEM "secret.txt">]>\n'
-        + TMX_HEAD.split("\n", 1)[1]
-        + '<tu><tuv xml:lang="en"><seg>&xxe;</seg></tuv><tuv xml:lang="de"><seg>x</seg></tuv>'
-        + "</tu>\n"
-        + TMX_TAIL,
+    path = with_doctype(
+        tmp_path / "xxe.tmx", '<!DOCTYPE tmx [<!ENTITY xxe SYSTEM "secret.txt">]>', "&xxe;", "x"
     )
     with pytest.raises(ImportFormatError) as caught:
         list(read_tmx(path, "en", "de"))
@@ -183,14 +189,11 @@ def test_a_doctype_naming_the_tmx_dtd_is_read_and_the_dtd_never_loaded(tmp_path:
     """CAT tools export `<!DOCTYPE tmx SYSTEM "tmx14.dtd">`: such a file imports, and the DTD
     (here one that would declare an entity the file uses) is never read."""
     write(tmp_path / "tmx14.dtd", '<!ENTITY injected "INJECTED">')
-    path = write(
+    path = with_doctype(
         tmp_path / "doctype.tmx",
-        '<?xml version="1.0"?>\n'
-        '<!DOCTYPE tmx SYSTEM "tmx14.dtd">\n'
-        + TMX_HEAD.split("\n", 1)[1]
-        + '<tu><tuv xml:lang="en"><seg>Open the file</seg></tuv>'
-        + '<tuv xml:lang="de"><seg>Datei öffnen</seg></tuv></tu>\n'
-        + TMX_TAIL,
+        '<!DOCTYPE tmx SYSTEM "tmx14.dtd">',
+        "Open the file",
+        "Datei öffnen",
     )
     records = list(read_tmx(path, "en", "de"))
     assert [(r.source, r.target) for r in records] == [("Open the file", "Datei öffnen")]
@@ -198,14 +201,11 @@ def test_a_doctype_naming_the_tmx_dtd_is_read_and_the_dtd_never_loaded(tmp_path:
 
 def test_external_parameter_entity_is_rejected(tmp_path: Path) -> None:
     write(tmp_path / "evil.dtd", '<!ENTITY injected "INJECTED">')
-    path = write(
+    path = with_doctype(
         tmp_path / "pe.tmx",
-        '<?xml version="1.0"?>\n'
-        '<!DOCTYPE tmx [<!ENTITY % ext SYSTEM "evil.dtd"> %ext;]>\n'
-        + TMX_HEAD.split("\n", 1)[1]
-        + '<tu><tuv xml:lang="en"><seg>&injected;</seg></tuv>'
-        + '<tuv xml:lang="de"><seg>x</seg></tuv></tu>\n'
-        + TMX_TAIL,
+        '<!DOCTYPE tmx [<!ENTITY % ext SYSTEM "evil.dtd"> %ext;]>',
+        "&injected;",
+        "x",
     )
     with pytest.raises(ImportFormatError) as caught:
         list(read_tmx(path, "en", "de"))
