@@ -37,7 +37,12 @@ _EXPECT_CONTINUE = re.compile(rb"^expect[ \t]*:[ \t]*100-continue", re.I | re.M)
 _STATUS_LINE = re.compile(rb"^HTTP/1\.[01] (\d{3}) ([^\r\n]*)\r\n")
 
 
-def request_bytes_wanted(data: bytes) -> int | None:
+def _complete(data: bytes | bytearray) -> bool:
+    wanted = request_bytes_wanted(data)
+    return wanted is not None and len(data) >= wanted
+
+
+def request_bytes_wanted(data: bytes | bytearray) -> int | None:
     """How many bytes of `data` make up what a thread needs before it starts on the request:
     the head, plus a small body of known length; None while the head is incomplete."""
     end = data.find(_HEAD_END)
@@ -87,6 +92,10 @@ class TMGuideWorker(ThreadWorker):  # type: ignore[misc]
     """gunicorn's threaded worker that reads whole requests on its main loop and answers its
     own errors in JSON."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._waiting: set[Any] = set()  # connections still sending their request
+
     def enqueue_req(self, conn: Any) -> None:
         """Runs on the main loop for every connection with something to read: gathers what it
         sent, and gives it to a thread once the request is there (see the module docstring)."""
@@ -96,27 +105,30 @@ class TMGuideWorker(ThreadWorker):  # type: ignore[misc]
             conn.tmg_deadline = time.monotonic() + REQUEST_READ_TIMEOUT_S
         if conn.parser is not None:  # a kept-alive connection: the parser may hold read-ahead
             received[:0] = conn.parser.unreader.take_buffered()
-        closed = False
-        while (wanted := request_bytes_wanted(bytes(received))) is None or len(received) < wanted:
+        while not _complete(received):
             try:
                 data = conn.sock.recv(65536, socket.MSG_DONTWAIT)
             except (BlockingIOError, InterruptedError):
                 break
             except OSError:
-                closed = True
-                break
-            if not data:
-                closed = True
-                break
+                data = b""
+            if not data:  # closed: the parser says what a cut request is
+                self._hand_over(conn)
+                return
             received += data
-        wanted = request_bytes_wanted(bytes(received))
-        if closed or (wanted is not None and len(received) >= wanted):
+        if _complete(received):
             self._hand_over(conn)
         elif time.monotonic() > conn.tmg_deadline:
             self.nr_conns -= 1
             conn.close()
         else:
-            self._wait_for_more(conn)
+            self._waiting.add(conn)
+            self.poller.register(conn.sock, selectors.EVENT_READ, partial(self._more, conn))
+
+    def _more(self, conn: Any, sock: Any) -> None:
+        self.poller.unregister(sock)
+        self._waiting.discard(conn)
+        self.enqueue_req(conn)
 
     def _hand_over(self, conn: Any) -> None:
         data = bytes(conn.tmg_received)
@@ -126,32 +138,16 @@ class TMGuideWorker(ThreadWorker):  # type: ignore[misc]
         conn.data_ready = True
         super().enqueue_req(conn)
 
-    def _wait_for_more(self, conn: Any) -> None:
-        def readable(sock: Any) -> None:
-            self.poller.unregister(sock)
-            self._waiting.pop(conn, None)
-            self.enqueue_req(conn)
-
-        self._waiting[conn] = conn.tmg_deadline
-        self.poller.register(conn.sock, selectors.EVENT_READ, partial(readable))
-
-    @property
-    def _waiting(self) -> dict[Any, float]:
-        if not hasattr(self, "_tmg_waiting"):
-            self._tmg_waiting: dict[Any, float] = {}
-        return self._tmg_waiting
-
     def murder_pending(self) -> None:
         """gunicorn's own expiry, then the connections still sending their request."""
         super().murder_pending()
         now = time.monotonic()
-        for conn, deadline in list(self._waiting.items()):
-            if deadline < now:
-                del self._waiting[conn]
-                with contextlib.suppress(OSError, KeyError, ValueError):
-                    self.poller.unregister(conn.sock)
-                self.nr_conns -= 1
-                conn.close()
+        for conn in [c for c in self._waiting if c.tmg_deadline < now]:
+            self._waiting.discard(conn)
+            with contextlib.suppress(OSError, KeyError, ValueError):
+                self.poller.unregister(conn.sock)
+            self.nr_conns -= 1
+            conn.close()
 
     def handle(self, conn: Any) -> Any:
         """Runs in a request thread: the parser starts on the bytes the main loop gathered."""

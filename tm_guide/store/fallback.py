@@ -60,7 +60,7 @@ class IndexRepairs:
         with self._lock:
             return memory_id in self._running
 
-    def names(self) -> list[int]:
+    def memory_ids(self) -> list[int]:
         with self._lock:
             return sorted(self._running)
 

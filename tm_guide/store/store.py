@@ -612,7 +612,7 @@ class Store:
 
     def index_repairs(self) -> list[int]:
         """Ids of the memories whose index is being rebuilt or caught up in the background."""
-        return self._repairs.names()
+        return self._repairs.memory_ids()
 
     # ---- index upkeep ---------------------------------------------------------------------
 

@@ -83,7 +83,6 @@ def _import_file(
     svc: Services, memory_name: str, upload: Any, size: int, progress: JobProgress, fmt: str
 ) -> dict[str, Any]:
     from tm_guide.formats import read_tmx, read_xliff
-    from tm_guide.server.translation import analyse_memory
 
     read = {"tmx": read_tmx, "xliff": read_xliff}[fmt]
     store = svc.store()
@@ -93,12 +92,8 @@ def _import_file(
         # the readers only call read(), which CountingReader provides.
         reader = read(cast(IO[bytes], reader_file), memory.source_lang, memory.target_lang)
         report = store.import_records(memory, progress.records(reader, reader_file, size))
+    svc.metrics.segments_added.labels(kind="import").inc(report.added + report.updated)
     progress.phase("aligning")
-    # cut short by a crash, it is resumed: resume_alignments
-    aligned = analyse_memory(svc, memory, progress.stage)
-    written = report.added + report.updated
-    svc.metrics.segments_added.labels(kind="import").inc(written)
-    memory = store.get_memory(memory_name)
     return {
         "added": report.added,
         "merged": report.merged,
@@ -107,17 +102,22 @@ def _import_file(
         "skipped_reasons": dict(reader.stats.skipped),
         "warnings": list(reader.stats.warnings),
         "records_read": reader.stats.records,
-        "aligned": aligned,
-        "revision": memory.revision,
-        "segment_count": memory.segment_count,
+        **_align_imported(svc, memory_name, progress),  # cut short by a crash: resumed
     }
+
+
+def _align_imported(svc: Services, memory_name: str, progress: JobProgress) -> dict[str, Any]:
+    """Align what an import stored; the part of its result that says so."""
+    from tm_guide.server.translation import analyse_memory
+
+    aligned = analyse_memory(svc, svc.store().get_memory(memory_name), progress.stage)
+    memory = svc.store().get_memory(memory_name)
+    return {"aligned": aligned, "revision": memory.revision, "segment_count": memory.segment_count}
 
 
 def resume_alignments(svc: Services) -> list[str]:
     """Take up the imports whose process died while aligning what they had stored: each is
     claimed by one process, aligned again, and ends as succeeded. Run when a worker starts."""
-    from tm_guide.server.translation import analyse_memory
-
     resumed = []
     for job_id in svc.jobs.alignments_to_resume():
         if not svc.jobs.claim(job_id):
@@ -125,15 +125,7 @@ def resume_alignments(svc: Services) -> list[str]:
         name = svc.jobs.read(job_id)["memory"]
 
         def align(progress: JobProgress, name: str = name) -> dict[str, Any]:
-            memory = svc.store().get_memory(name)
-            aligned = analyse_memory(svc, memory, progress.stage)
-            memory = svc.store().get_memory(name)
-            return {
-                "aligned": aligned,
-                "resumed": True,
-                "revision": memory.revision,
-                "segment_count": memory.segment_count,
-            }
+            return {**_align_imported(svc, name, progress), "resumed": True}
 
         svc.jobs.submit(job_id, align)
         resumed.append(job_id)
