@@ -11,6 +11,10 @@ a multipart CSV. Both run against one real server with the bundled demo model (e
 from __future__ import annotations
 
 import gzip
+import os
+import signal
+import time
+import uuid
 from typing import Any
 
 import pytest
@@ -122,7 +126,8 @@ def test_replace_by_tuid_and_tmx_import(server, memories, keys) -> None:
     assert job.size == 1
     tmx = gzip.compress(TMX.encode("utf-8"))
     job = client.memories.import_tmx(created.id, tmx, compression="gzip")
-    assert (job.memory, job.size, job.progress) == (created.id, 2, 1.0)
+    assert (job.memory, job.size, job.progress) == (created.id, 2, 1.0)  # aligned within
+    assert vars(client.memories.get_import_status(job.id)) == vars(job)  # TM_GUIDE_UPLOAD_WAIT_S
     # the TMX's t1 replaced the unit added under that tuid; t3 has no German side
     assert segment_count(server, created.id) == 2
 
@@ -386,3 +391,84 @@ def test_memory_create_checks_the_whole_body_first(server, memories, keys) -> No
         assert_error(reply, 400, "ValidationException", "whitespace")
     names = [m["name"] for m in data(weblate(server, "GET", "/memories", keys["admin"]))]
     assert "ab" not in names and "tab" not in names
+
+
+def tmx_of(units: int) -> bytes:
+    body = "".join(
+        f'<tu tuid="b{i}"><tuv xml:lang="en"><seg>Click OK to close the dialog number {i}.</seg>'
+        f'</tuv><tuv xml:lang="de"><seg>Klicken Sie auf OK, um Dialog {i} zu schließen.</seg>'
+        "</tuv></tu>"
+        for i in range(units)
+    )
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?><tmx version="1.4"><header srclang="en" '
+        'datatype="plaintext" segtype="sentence" adminlang="en" creationtool="t" '
+        f'creationtoolversion="1" o-tmf="t"/><body>{body}</body></tmx>'
+    ).encode()
+
+
+def stats(server, memory: str) -> tuple[int, int]:
+    """(segments, analysed) of `tm-guide stats`."""
+    done = server.cli("stats", memory)
+    assert done.returncode == 0, done.stderr
+    fields = done.stdout.splitlines()[1].split()
+    return int(fields[4]), int(fields[5])  # NAME en -> de SEGMENTS ANALYSED ...
+
+
+@pytest.fixture(scope="module")
+def background_server(start_server):
+    """A server whose uploads answer at once (TM_GUIDE_UPLOAD_WAIT_S=0), before their
+    alignment ends."""
+    return start_server(model=BUNDLED_MODEL, threads=4, extra_env={"TM_GUIDE_UPLOAD_WAIT_S": "0"})
+
+
+def poll_until_done(client: ModernMT, job_id: str, timeout_s: float = 120) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            job = client.memories.get_import_status(job_id)
+            if job.progress == 1.0:
+                return job
+        except (OSError, requests.ConnectionError):  # a worker restarting
+            pass
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+
+
+def test_a_tmx_upload_answers_before_its_alignment_and_reports_it(background_server) -> None:
+    """The upload is stored within its request; its alignment is an import job whose progress
+    the official client polls until 1.0, by which time every segment is aligned. The job is
+    the /v1 one, under the same id."""
+    server = background_server
+    client = mmt(server, server.client.token)
+    created = client.memories.create("uploaded")
+    job = client.memories.import_tmx(created.id, gzip.compress(tmx_of(300)), compression="gzip")
+    assert (job.memory, job.size) == (created.id, 300) and job.progress < 1.0
+    assert stats(server, "uploaded")[0] == 300  # stored before the answer
+    done = poll_until_done(client, job.id)
+    assert (done.id, done.memory, done.size) == (job.id, created.id, 300)
+    assert stats(server, "uploaded") == (300, 300)
+    record = server.client.get(f"/v1/jobs/{uuid.UUID(job.id).hex}").json
+    assert (record["status"], record["committed"], record["result"]["aligned"]) == (
+        "succeeded",
+        "all",
+        300,
+    )
+
+
+def test_an_upload_whose_worker_dies_while_aligning_is_resumed(background_server) -> None:
+    """kill -9 of the worker right after the upload answered: the next worker takes the job up
+    again, its progress reaches 1.0, and every stored segment ends aligned."""
+    server = background_server
+    client = mmt(server, server.client.token)
+    created = client.memories.create("killed")
+    job = client.memories.import_tmx(created.id, gzip.compress(tmx_of(3000)), compression="gzip")
+    assert job.progress < 1.0
+    state = server.client.get(f"/v1/jobs/{uuid.UUID(job.id).hex}").json
+    assert state["phase"] == "aligning" and state["status"] in ("queued", "running"), state
+    os.kill(state["worker"]["pid"], signal.SIGKILL)
+    done = poll_until_done(client, job.id, timeout_s=300)
+    assert done.size == 3000
+    record = server.client.get(f"/v1/jobs/{uuid.UUID(job.id).hex}").json
+    assert record["result"]["resumed"] is True and record["status"] == "succeeded", record
+    assert stats(server, "killed") == (3000, 3000)

@@ -41,6 +41,9 @@ UNREACHABLE = {
     "test_server_api checks /ready before the model loads",
     ("POST", "/v1/jobs/{job_id}/retry", "202"): "only an import interrupted by a dying worker can "
     "be retried; test_server_jobs kills one",
+    ("GET", "/modernmt/import-jobs/{job_id}", "409"): "only an upload whose alignment failed "
+    "in the store; one cut short by a dying worker is resumed when the next worker starts "
+    "(test_protocol_modernmt kills one)",
     ("POST", "/libretranslate/translate", "404"): "only a memory named by "
     "TM_GUIDE_LIBRETRANSLATE_MEMORIES can be missing; test_protocol_libretranslate sets one",
 }

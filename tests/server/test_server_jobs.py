@@ -6,9 +6,11 @@ import http.client
 import json
 import os
 import signal
+import socket
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from server_client import Client
@@ -151,3 +153,76 @@ def test_refused_uploads_leave_no_job_and_no_file(server) -> None:
     )
     assert status == 413, body[:300]
     assert client.get("/v1/memories/refused").json["segment_count"] == 0
+
+
+def test_a_job_killed_while_indexing_reads_committed_and_is_resumed(server) -> None:
+    """kill -9 once the import committed, while the index takes its records in: the job reads
+    committed "all" and the next worker takes it up again; the memory holds every unit once,
+    and a lookup finds one (the index caught up with the database by itself)."""
+    client: Client = server.client
+    create_memory(client, "indexed")
+    started = client.post(
+        "/v1/memories/indexed/imports",
+        raw=big_tmx(UNITS),
+        headers={"Content-Type": "application/xml"},
+    )
+    assert started.status == 202, started.body
+    status_url = started.headers["location"]
+    deadline = time.monotonic() + 120
+    phases = []
+    while True:
+        job = client.get(status_url).json
+        phases.append(job["phase"])
+        if job["phase"] == "indexing":
+            break
+        assert job["status"] in ("queued", "running") and time.monotonic() < deadline, job
+        time.sleep(0.02)
+    os.kill(job["worker"]["pid"], signal.SIGKILL)
+    assert "reading" in phases
+
+    deadline = time.monotonic() + 120
+    while True:  # the next worker reads the job as interrupted, then resumes and ends it
+        try:
+            job = client.get(status_url).json
+            if job["status"] == "succeeded":
+                break
+        except OSError:
+            pass
+        assert time.monotonic() < deadline, job
+        time.sleep(0.2)
+    assert job["committed"] == "all" and job["result"]["resumed"] is True, job
+    memory = client.get("/v1/memories/indexed").json
+    assert memory["segment_count"] == UNITS
+    found = client.get(
+        "/tmserver/en/de/unit/" + quote("Sentence number 39998 about the file menu.")
+    )
+    assert found.status == 200, found.body
+    assert found.json[0]["target"] == "Satz Nummer 39998 über das Dateimenü."
+
+
+def test_a_retried_job_that_had_committed_changes_nothing(server) -> None:
+    """A job that died in the instant between its commit and the phase's change reads as
+    having stored nothing, and may be retried: the retry merges every unit into what the first
+    run committed, so that the memory ends exactly as one import leaves it."""
+    client: Client = server.client
+    create_memory(client, "twice")
+    tmx = big_tmx(50)
+    first = client.post(
+        "/v1/memories/twice/imports", raw=tmx, headers={"Content-Type": "application/xml"}
+    )
+    assert wait_for_job(client, first.headers["location"])["status"] == "succeeded"
+    before = client.get("/v1/memories/twice").json
+    board = JobBoard(Path(server.env["TM_GUIDE_JOBS_DIR"]))
+    job_id = board.new_job("import", "twice", "admin")
+    board.upload_path(job_id).write_bytes(tmx)
+    dead = {"host": socket.gethostname(), "pid": 2**22 + 1, "started": "0"}
+    board.update(job_id, status="running", phase="committing", worker=dead)
+    job = client.get(f"/v1/jobs/{job_id}").json
+    assert (job["status"], job["committed"]) == ("interrupted", "nothing"), job
+    retried = client.post(f"/v1/jobs/{job_id}/retry")
+    assert retried.status == 202, retried.body
+    job = wait_for_job(client, f"/v1/jobs/{job_id}")
+    assert job["status"] == "succeeded" and job["result"]["added"] == 0, job
+    assert job["result"]["merged"] + job["result"]["updated"] == 50, job
+    after = client.get("/v1/memories/twice").json
+    assert after["segment_count"] == before["segment_count"] == 50

@@ -25,6 +25,9 @@ class Limits:
     max_beam_size: int = 16
     # a request still running after this many seconds is cancelled in its thread (0: never)
     request_timeout_s: float = 120.0
+    # a ModernMT or DeepL upload waits this long for the alignment of what it stored; a longer
+    # one answers before it ends, and its import job reports the rest
+    upload_wait_s: float = 2.0
 
 
 @dataclass(frozen=True)
@@ -232,6 +235,7 @@ class ServerConfig:
             request_timeout_s=_float_env(
                 "TM_GUIDE_REQUEST_TIMEOUT_S", defaults.request_timeout_s, maximum=86400
             ),
+            upload_wait_s=_float_env("TM_GUIDE_UPLOAD_WAIT_S", defaults.upload_wait_s, maximum=600),
         )
         compute_defaults = Compute()
         compute = Compute(

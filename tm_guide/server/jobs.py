@@ -7,8 +7,9 @@ one transaction per import, so running them side by side would only make them wa
 A job names the process running it (`worker`: host, pid and the process's start time, so a reused
 pid is not mistaken for it). A queued or running job whose process is gone (a crash, a kill -9, a
 restart) reads as "interrupted", with `committed` saying what reached the database: "nothing"
-while the file was still being read (an import is one transaction), "all" once it was committed
-(only the alignment after it was cut short, which the piece builder redoes on demand). An
+while the file was still being read or committed (an import is one transaction), "all" once it
+was committed (only the indexing or alignment after it was cut short: the index catches up with
+the database's revision by itself, and the alignment is resumed). An
 interrupted job that committed nothing keeps its upload and can be retried; one that committed
 all is taken up again by the next worker to start (`alignments_to_resume`, `claim`), which
 aligns what the import stored. Finished and interrupted job records are deleted `ttl_s` after
@@ -17,6 +18,7 @@ they ended (TM_GUIDE_JOB_TTL_HOURS).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -25,7 +27,8 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
@@ -37,8 +40,12 @@ log = logging.getLogger(__name__)
 JOB_ID_LENGTH = 16
 ACTIVE = ("queued", "running")
 ENDED = ("succeeded", "failed", "interrupted")
-# phases before the import's transaction commits: a job cut short there committed nothing
-UNCOMMITTED_PHASES = ("queued", "reading")
+# An import's phases: queued, reading (records read and written into one open transaction),
+# committing (all read; the transaction commits), indexing (committed; the search index takes
+# the records in), aligning, done. A job cut short before indexing committed nothing, or, if it
+# died in the instant between the commit and the phase's change, all of it: retrying it is safe
+# either way, because an import merges the pairs a memory already holds.
+UNCOMMITTED_PHASES = ("queued", "reading", "committing")
 
 
 def _now() -> str:
@@ -90,6 +97,7 @@ class JobBoard:
         self.ttl_s = ttl_s
         self._executor: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
+        self._running: dict[str, Future[None]] = {}
 
     def _path(self, job_id: str, suffix: str) -> Path:
         if not (len(job_id) == JOB_ID_LENGTH * 2 and all(c in "0123456789abcdef" for c in job_id)):
@@ -99,7 +107,16 @@ class JobBoard:
     def upload_path(self, job_id: str) -> Path:
         return self._path(job_id, ".upload")
 
-    def new_job(self, kind: str, memory: str, owner: str, file_format: str = "tmx") -> str:
+    def new_job(
+        self,
+        kind: str,
+        memory: str,
+        owner: str,
+        file_format: str = "tmx",
+        phase: str = "queued",
+        **extra: Any,
+    ) -> str:
+        """A queued job; `phase` "aligning" for records a request already committed."""
         self.directory.mkdir(parents=True, exist_ok=True)
         self.expire()
         job_id = secrets.token_hex(JOB_ID_LENGTH)
@@ -112,7 +129,7 @@ class JobBoard:
                 "memory": memory,
                 "owner": owner,
                 "status": "queued",
-                "phase": "queued",
+                "phase": phase,
                 "progress": {"bytes_read": 0, "bytes_total": 0, "records_read": 0, "fraction": 0.0},
                 "result": None,
                 "error": None,
@@ -121,6 +138,7 @@ class JobBoard:
                 "finished_at": None,
                 "worker": this_worker(),
                 "committed": None,
+                **extra,
             },
         )
         return job_id
@@ -144,7 +162,8 @@ class JobBoard:
                     + (
                         "nothing was stored, retry it"
                         if committed == "nothing"
-                        else "its records were stored; only their alignment was cut short"
+                        else "its records were stored; only their indexing or alignment was "
+                        "cut short, which is resumed"
                     ),
                 },
             )
@@ -253,10 +272,23 @@ class JobBoard:
                 self._executor = ThreadPoolExecutor(
                     max_workers=1, thread_name_prefix="tm-guide-job"
                 )
-            self._executor.submit(self._run, job_id, work)
+            future = self._executor.submit(self._run, job_id, work)
+            self._running[job_id] = future
+            future.add_done_callback(lambda _: self._running.pop(job_id, None))
+
+    def wait(self, job_id: str, timeout_s: float) -> dict[str, Any]:
+        """The job's state once it ended in this process, or after `timeout_s`, whichever
+        comes first: a short job answers its request as if it ran inline."""
+        future = self._running.get(job_id)
+        if future is not None:
+            with contextlib.suppress(FutureTimeout):
+                future.result(timeout=timeout_s)
+        return self.read(job_id)
 
     def _run(self, job_id: str, work: Callable[[JobProgress], dict[str, Any]]) -> None:
-        if self.read(job_id).get("phase") != "aligning":  # a resumed job starts where it was
+        if self.read(job_id).get("phase") == "aligning":  # committed already: starts there
+            self.update(job_id, status="running", worker=this_worker())
+        else:
             self.update(job_id, status="running", phase="reading", worker=this_worker())
         try:
             result = work(JobProgress(self, job_id))
@@ -320,6 +352,7 @@ class JobProgress:
                 self._report(count, reader.bytes_read, total_bytes)
             yield record
         self._report(count, reader.bytes_read, total_bytes)
+        self.phase("committing")
 
     def stage(self, name: str, done: int, total: int) -> None:
         """How far a stage after reading (tokenizing, aligning, storing) got: `progress` gains

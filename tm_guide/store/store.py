@@ -13,7 +13,7 @@ import re
 import secrets
 import time
 import uuid as uuidlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
@@ -246,8 +246,11 @@ class Store:
         records: Iterable[SegmentRecord],
         progress: bool = False,
         source_name: str = "record",
+        on_commit: Callable[[], None] | None = None,
     ) -> ImportReport:
-        """All records in one transaction: an error anywhere leaves the memory as it was."""
+        """All records in one transaction: an error anywhere leaves the memory as it was.
+        `on_commit` is called once the transaction committed, before the index is updated, so
+        that a caller can record that the import's records are stored."""
         report = ImportReport()
         outcome = BatchOutcome()
         when = now()
@@ -265,6 +268,8 @@ class Store:
                 bar.update(len(batch))
             self._add_count(conn, memory.id, outcome.count_delta)
         committed = time.perf_counter()
+        if on_commit is not None:
+            on_commit()
         if self._rebuild_is_cheaper(memory, outcome):
             # Re-indexing the whole memory in bulk costs less than adding this many documents
             # one by one through the incremental writer.

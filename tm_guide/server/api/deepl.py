@@ -25,9 +25,10 @@ JSON body, whichever the client sends.
   started (per worker, kept in memory); the limit is never reached.
 - Glossaries are tm-guide memories: `POST /v2/glossaries` (TSV or CSV entries) creates a memory
   of the model's pair named as the glossary (a name that is already such a glossary gets the
-  entries merged in) and aligns its entries, which needs write on every memory as creating any
-  memory does; `GET /v2/glossaries`, `GET|DELETE /v2/glossaries/{id}`,
-  `GET /v2/glossaries/{id}/entries` list, show, delete and export those the key may read.
+  entries merged in); its entries are aligned by a background import job (`/v1/jobs`). It
+  needs write on every memory, as creating any memory does; `GET /v2/glossaries`,
+  `GET|DELETE /v2/glossaries/{id}`, `GET /v2/glossaries/{id}/entries` list, show, delete and
+  export those the key may read.
   `GET /v2/glossary-language-pairs` lists the model's pair to keys that may create glossaries
   and nothing to others, so that Weblate does not try to upload a glossary with a key that may
   not.
@@ -52,6 +53,7 @@ from tm_guide import languages
 from tm_guide.errors import Forbidden, InvalidInput, NotFound, Unauthorized
 from tm_guide.records import SegmentRecord
 from tm_guide.server.api.common import services
+from tm_guide.server.api.jobs import align_in_background
 from tm_guide.server.auth import ALL_MEMORIES, Principal, authenticate
 from tm_guide.server.errors import register_error_body
 from tm_guide.server.machine_translation import (
@@ -62,7 +64,6 @@ from tm_guide.server.machine_translation import (
     translate_texts,
 )
 from tm_guide.server.markup import translate_marked_up
-from tm_guide.server.translation import analyse_memory
 from tm_guide.server.validation import request_arguments, string_arg
 from tm_guide.store import check_memory_fields
 
@@ -352,9 +353,10 @@ def list_glossaries() -> Response:
 
 @blueprint.post("/v2/glossaries")
 def create_glossary() -> tuple[Response, int]:
-    """A memory of the model's pair named as the glossary, holding its entries (aligned at once,
-    so that they guide the next translation that names the glossary); entries posted under the
-    name of a glossary that exists are merged into it."""
+    """A memory of the model's pair named as the glossary, holding its entries; entries posted
+    under the name of a glossary that exists are merged into it. It is ready at once: its
+    entries are aligned by a background import job, and one not yet aligned when a translation
+    names the glossary is aligned for that translation."""
     args = request_arguments()
     principal = _principal(args)
     if not _may_create(principal):
@@ -387,8 +389,8 @@ def create_glossary() -> tuple[Response, int]:
                 f"a memory named {name!r} exists and is not a DeepL glossary", field="name"
             )
     store.import_records(memory, records, source_name="glossary")
-    analyse_memory(svc, store.get_memory(memory.id))
     svc.metrics.segments_added.labels(kind="import").inc(len(records))
+    align_in_background(svc, memory.name, principal.name, len(records), "glossary")
     return jsonify(_glossary_json(store.get_memory(memory.id))), 201
 
 

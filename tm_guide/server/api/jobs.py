@@ -91,7 +91,11 @@ def _import_file(
         reader_file = CountingReader(raw, f"upload.{fmt}")
         # the readers only call read(), which CountingReader provides.
         reader = read(cast(IO[bytes], reader_file), memory.source_lang, memory.target_lang)
-        report = store.import_records(memory, progress.records(reader, reader_file, size))
+        report = store.import_records(
+            memory,
+            progress.records(reader, reader_file, size),
+            on_commit=lambda: progress.phase("indexing"),
+        )
     svc.metrics.segments_added.labels(kind="import").inc(report.added + report.updated)
     progress.phase("aligning")
     return {
@@ -113,6 +117,23 @@ def _align_imported(svc: Services, memory_name: str, progress: JobProgress) -> d
     aligned = analyse_memory(svc, svc.store().get_memory(memory_name), progress.stage)
     memory = svc.store().get_memory(memory_name)
     return {"aligned": aligned, "revision": memory.revision, "segment_count": memory.segment_count}
+
+
+def align_in_background(
+    svc: Services, memory_name: str, owner: str, size: int, source: str
+) -> dict[str, Any]:
+    """Align what a protocol upload (ModernMT TMX or CSV, DeepL glossary) just committed, as an
+    import job: the request waits `upload_wait_s` for it, then answers with the job's state
+    either way. A crash meanwhile leaves the job to be resumed, as for /v1 imports."""
+    job_id = svc.jobs.new_job(
+        "import", memory_name, owner, source, phase="aligning", committed="all", size=size
+    )
+
+    def align(progress: JobProgress) -> dict[str, Any]:
+        return {"records_read": size, **_align_imported(svc, memory_name, progress)}
+
+    svc.jobs.submit(job_id, align)
+    return svc.jobs.wait(job_id, svc.config.limits.upload_wait_s)
 
 
 def resume_alignments(svc: Services) -> list[str]:

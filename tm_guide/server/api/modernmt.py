@@ -24,8 +24,11 @@ query string, a form (multipart for files) or a JSON body, whichever the client 
   so that the next translation uses its pieces; or a multipart `tmx` file (`compression` gzip).
 - `POST|PUT /memories/{id}/glossary`: a multipart `csv` file (first row the language header,
   `type` unidirectional or equivalent) or JSON `terms`, stored as segments in one transaction.
-- `GET /import-jobs/{id}`: every import finishes within its request; a job id encodes the
-  memory, the size and the revision the import made, so it needs no state.
+- `GET /import-jobs/{id}`: a file (TMX or CSV) is stored within its request and aligned by a
+  background import job (the `/v1/jobs` one, its id as a UUID), whose progress reaches 1.0 when
+  the alignment ends; the request waits for it up to TM_GUIDE_UPLOAD_WAIT_S. A single segment
+  or term is done within its request, and its job id encodes the memory, the size and the
+  revision it made, so it needs no state.
 
 Errors are ModernMT's envelope `{"status": N, "error": {"type": "...Exception", "message": ...}}`.
 """
@@ -47,6 +50,7 @@ from tm_guide import languages
 from tm_guide.errors import Conflict, Forbidden, InvalidInput, NotFound, PayloadTooLarge
 from tm_guide.records import SegmentRecord
 from tm_guide.server.api.common import services
+from tm_guide.server.api.jobs import align_in_background
 from tm_guide.server.auth import ALL_MEMORIES, Principal, authenticate
 from tm_guide.server.errors import register_error_body
 from tm_guide.server.machine_translation import (
@@ -55,7 +59,7 @@ from tm_guide.server.machine_translation import (
     require_text_list,
     translate_texts,
 )
-from tm_guide.server.translation import align_after_write, analyse_memory
+from tm_guide.server.translation import align_after_write
 from tm_guide.server.validation import json_name, request_arguments, string_arg
 from tm_guide.store import check_memory_fields
 
@@ -298,6 +302,14 @@ def _memory(memory_id: str, principal: Principal, right: str) -> Any:
     return memory
 
 
+def _memory_named(name: str, principal: Principal) -> Any:
+    """The memory an import job names, once the key may read it (404 for any other)."""
+    memory = services().store().get_memory(name)
+    if not principal.allows(memory.name, "read"):
+        raise NotFound(f"memory {memory.id} does not exist", field="id")
+    return memory
+
+
 def _require_all(principal: Principal) -> None:
     if not principal.allows(ALL_MEMORIES, "write"):
         raise Forbidden(f"API key '{principal.name}' has no write access to every memory")
@@ -360,19 +372,51 @@ def _job(memory: Any, size: int) -> dict[str, Any]:
     return {"id": str(uuid.UUID(int=value)), "memory": memory.id, "size": size, "progress": 1.0}
 
 
+def _background_job(memory: Any, state: dict[str, Any]) -> dict[str, Any]:
+    """An upload's import job (tm_guide.server.jobs): its id is the job's, as a UUID; progress
+    is its alignment's, and 1.0 only once the job succeeded. A job that failed or was cut short
+    answers with its error, so that a client polling it stops."""
+    status = state.get("status")
+    if status in ("failed", "interrupted") and not state.get("resumed_at"):
+        error = state.get("error") or {}
+        raise Conflict(f"import job failed: {error.get('message', status)}", field="id")
+    if status == "succeeded":
+        progress = 1.0
+    else:
+        progress = min(0.99, float((state.get("progress") or {}).get("fraction") or 0.0))
+    return {
+        "id": str(uuid.UUID(hex=state["id"])),
+        "memory": memory.id,
+        "size": int(state.get("size") or 0),
+        "progress": progress,
+    }
+
+
 @blueprint.get("/import-jobs/<job_id>")
 def show_import_job(job_id: str) -> Response:
     principal = _principal()
     try:
-        value = uuid.UUID(job_id).int
+        parsed = uuid.UUID(job_id)
     except ValueError:
         raise NotFound(f"import job {job_id} does not exist", field="id") from None
+    svc = services()
+    try:
+        state: dict[str, Any] | None = svc.jobs.read(parsed.hex)
+    except NotFound:
+        state = None
+    if state is not None:
+        try:
+            memory = _memory_named(state["memory"], principal)
+        except NotFound:
+            raise NotFound(f"import job {job_id} does not exist", field="id") from None
+        return _ok(_background_job(memory, state))
+    value = parsed.int
     memory_id, size, revision = value >> 96, (value >> 48) & _48_BITS, value & _48_BITS
     try:
         memory = _memory(str(memory_id), principal, "read")
     except NotFound:
         raise NotFound(f"import job {job_id} does not exist", field="id") from None
-    job = {"id": str(uuid.UUID(job_id)), "memory": memory.id, "size": size}
+    job = {"id": str(parsed), "memory": memory.id, "size": size}
     job["progress"] = 1.0 if memory.revision >= revision else 0.0
     return _ok(job)
 
@@ -388,20 +432,22 @@ def _check_languages(memory: Any, source: str, target: str, what: str) -> None:
 
 
 def _written(memory: Any, records: list[SegmentRecord], kind: str) -> Response:
-    """Stores the records in one transaction (one segment: aligned after the answer; an import:
-    aligned before it), so that their pieces serve the next translation; answers with the
-    finished import job."""
+    """Stores the records in one transaction and answers with its import job. One segment is
+    aligned after the answer, so that its pieces serve the next translation; an import's
+    alignment is a background job, which a short one finishes before the answer."""
     svc = services()
     store = svc.store()
     if kind == "api":
         segment = store.add_segment(memory, records[0])
         align_after_write(svc, [segment])
-    else:
-        store.import_records(memory, records, source_name=kind)
-        if records:
-            analyse_memory(svc, store.get_memory(memory.id))
-    svc.metrics.segments_added.labels(kind="api" if kind == "api" else "import").inc(len(records))
-    return _ok(_job(store.get_memory(memory.id), len(records)))
+        svc.metrics.segments_added.labels(kind="api").inc()
+        return _ok(_job(store.get_memory(memory.id), 1))
+    store.import_records(memory, records, source_name=kind)
+    svc.metrics.segments_added.labels(kind="import").inc(len(records))
+    if not records:
+        return _ok(_job(store.get_memory(memory.id), 0))
+    state = align_in_background(svc, memory.name, _principal().name, len(records), kind)
+    return _ok(_background_job(memory, state))
 
 
 @blueprint.post("/memories/<memory_id>/content")
