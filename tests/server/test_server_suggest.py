@@ -31,6 +31,7 @@ def test_ready_once_the_model_is_loaded(server) -> None:
     ready = server.client.get("/ready")
     assert ready.status == 200, ready.body
     assert ready.json["checks"] == {"database": "ok", "model": "ok"}
+    assert ready.json["index_repairs"] == []  # every index current
     engine = ready.json["engine"]  # the registry's choice for this float32 model, and why
     assert engine["precision"] == "float32" and engine["engine"] in ("torch", "ct2")
     assert engine["reason"] and engine["device"] == "cpu"

@@ -3,6 +3,7 @@ index is rebuilt in the background, and `tm-guide index check` reports it withou
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 
@@ -35,8 +36,9 @@ def damaged_memory(db_url: str, index_dir: Path) -> int:
 
 
 def test_lookups_are_answered_from_the_database_while_the_index_is_rebuilt(
-    db_url: str, index_dir: Path
+    db_url: str, index_dir: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.INFO, logger="tm_guide.store.fallback")
     memory_id = damaged_memory(db_url, index_dir)
     with Store.open(db_url, index_dir) as store:
         assert [state.current for state in store.index_states()] == [True]  # looks fine
@@ -47,6 +49,7 @@ def test_lookups_are_answered_from_the_database_while_the_index_is_rebuilt(
         while store.index_repairs():
             assert time.monotonic() < deadline, "the background rebuild did not end"
             time.sleep(0.1)
+        assert "index of memory 'help' is current again (120 segments indexed" in caplog.text
         assert store.verify_index(store.get_memory(memory_id)) is None
         hits = store.search([memory_id], QUERY, 5)
         assert hits[0].segment.source == QUERY
@@ -88,7 +91,9 @@ def test_an_index_far_behind_is_caught_up_off_the_lookup_path(db_url: str, tmp_p
         started = time.monotonic()
         hits = reader.search([memory.id], QUERY, 5)
         assert hits[0].segment.source == QUERY
-        assert reader.index_repairs() == [memory.id]  # catching up behind the answer
+        # catching up behind the answer; /ready lists it with its progress
+        (repair,) = reader.index_repairs_under_way()
+        assert (repair.memory_id, repair.reason, repair.total) == (memory.id, "behind", 3000)
         added = reader.add_segment(
             reader.get_memory(memory.id), SegmentRecord("Added now.", "Neu.")
         )
@@ -98,6 +103,7 @@ def test_an_index_far_behind_is_caught_up_off_the_lookup_path(db_url: str, tmp_p
             assert time.monotonic() < deadline, "the background catch-up did not end"
             time.sleep(0.1)
         assert reader.search([memory.id], QUERY, 5)[0].score < 100  # BM25: the index answers
+        assert repair.indexed in (3000, 3001)  # the add meanwhile, if it committed before
         assert [h.segment.id for h in reader.search([memory.id], "Added now.", 1)] == [added.id]
         state = {s.memory.id: s for s in reader.index_states()}[memory.id]
         assert state.current

@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import TypeVar
 
 from rapidfuzz import fuzz, process
 from sqlalchemy import Engine, select
@@ -48,13 +51,45 @@ def database_search(
     return [(int(segment_id), float(score)) for _, score, segment_id in ranked]
 
 
+T = TypeVar("T")
+
+
+@dataclass
+class IndexRepair:
+    """One memory's index being rebuilt (`damaged`) or caught up (`behind`) in the background,
+    and how far it got: `indexed` of about `total` segments (a catch-up's total is the count
+    when it started; writes meanwhile add to what it takes in)."""
+
+    memory_id: int
+    memory: str
+    reason: str
+    total: int
+    indexed: int = 0
+    started: float = field(default_factory=time.monotonic)
+
+    def counted(self, items: Iterable[T]) -> Iterator[T]:
+        """Pass `items` (documents on their way into the index) through, counting them."""
+        for item in items:
+            self.indexed += 1
+            yield item
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "memory": self.memory,
+            "reason": self.reason,
+            "indexed": self.indexed,
+            "total": self.total,
+            "seconds": round(time.monotonic() - self.started, 1),
+        }
+
+
 class IndexRepairs:
     """The memories whose index is being rebuilt or caught up in the background, one thread
     each."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._running: set[int] = set()
+        self._running: dict[int, IndexRepair] = {}
 
     def active(self, memory_id: int) -> bool:
         with self._lock:
@@ -64,15 +99,26 @@ class IndexRepairs:
         with self._lock:
             return sorted(self._running)
 
+    def under_way(self) -> list[IndexRepair]:
+        with self._lock:
+            return [self._running[k] for k in sorted(self._running)]
+
     def start(
-        self, memory: Memory, work: Callable[[Memory], None], why: str, failed: bool = False
+        self,
+        memory: Memory,
+        work: Callable[[Memory, IndexRepair], None],
+        why: str,
+        total: int,
+        failed: bool = False,
     ) -> None:
         """Run `work` (a rebuild, a catch-up) on `memory`'s index in the background, unless
-        something is already under way for it; `why` goes to the log."""
+        something is already under way for it; `why` goes to the log, and `work` counts what it
+        indexed through the repair it is given."""
+        repair = IndexRepair(memory.id, memory.name, "damaged" if failed else "behind", total)
         with self._lock:
             if memory.id in self._running:
                 return
-            self._running.add(memory.id)
+            self._running[memory.id] = repair
         log.log(
             logging.ERROR if failed else logging.INFO,
             "index of memory %r %s (%s): answering from the database meanwhile",
@@ -83,12 +129,17 @@ class IndexRepairs:
 
         def run() -> None:
             try:
-                work(memory)
-                log.info("index of memory %r is current again", memory.name)
+                work(memory, repair)
+                log.info(
+                    "index of memory %r is current again (%d segments indexed in %.1f s)",
+                    memory.name,
+                    repair.indexed,
+                    time.monotonic() - repair.started,
+                )
             except Exception:
                 log.exception("bringing the index of memory %r up to date failed", memory.name)
             finally:
                 with self._lock:
-                    self._running.discard(memory.id)
+                    self._running.pop(memory.id, None)
 
         threading.Thread(target=run, name=f"index-upkeep-{memory.id}", daemon=True).start()

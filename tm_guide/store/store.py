@@ -36,7 +36,7 @@ from tm_guide.store.convert import (
     segment_from_row,
 )
 from tm_guide.store.engine import create_store_engine, upgrade_to_head
-from tm_guide.store.fallback import IndexRepairs, database_search
+from tm_guide.store.fallback import IndexRepair, IndexRepairs, database_search
 from tm_guide.store.group_commit import GroupCommit
 from tm_guide.store.merge import BatchOutcome, apply_batch, check_record
 from tm_guide.store.models import MAX_ID, api_keys_table, memories_table, segments_table
@@ -586,12 +586,21 @@ class Store:
                 if behind < self.options.background_index_min:
                     self.ensure_index(memory)
                     return self.index.search(_key(memory), text, limit)
-                self._repairs.start(memory, self.ensure_index, f"{behind} segments to index")
+                self._repairs.start(
+                    memory,
+                    lambda m, repair: self.ensure_index(m, repair=repair),
+                    f"{behind} segments to index",
+                    total=behind,
+                )
             except TMGuideError:
                 raise
             except Exception as exc:  # the index is a rebuildable view: never fail a lookup on it
                 self._repairs.start(
-                    memory, self.rebuild_index, f"{type(exc).__name__}: {exc}", failed=True
+                    memory,
+                    lambda m, repair: self.rebuild_index(m, repair=repair),
+                    f"{type(exc).__name__}: {exc}",
+                    total=memory.segment_count,
+                    failed=True,
                 )
         return database_search(self.engine, memory, text, limit)
 
@@ -619,13 +628,20 @@ class Store:
         """Ids of the memories whose index is being rebuilt or caught up in the background."""
         return self._repairs.memory_ids()
 
+    def index_repairs_under_way(self) -> list[IndexRepair]:
+        """The background rebuilds and catch-ups, with how far each got."""
+        return self._repairs.under_way()
+
     # ---- index upkeep ---------------------------------------------------------------------
 
     def index_states(self) -> list[IndexState]:
         return [IndexState(m, self.index.indexed_revision(_key(m))) for m in self.list_memories()]
 
-    def ensure_index(self, memory: Memory, progress: bool = False) -> None:
-        """Make the memory's index reflect `memory.revision` (or newer): catch up or rebuild."""
+    def ensure_index(
+        self, memory: Memory, progress: bool = False, repair: IndexRepair | None = None
+    ) -> None:
+        """Make the memory's index reflect `memory.revision` (or newer): catch up or rebuild;
+        a background `repair` counts the segments indexed."""
         key = _key(memory)
         indexed = self.index.indexed_revision(key)
         if indexed is not None and indexed >= memory.revision:
@@ -635,16 +651,16 @@ class Store:
             # index ahead of the database (restored backup?), which cannot be trusted.
             current = self.get_memory(memory.id)
             if indexed > current.revision:
-                self.rebuild_index(current, progress)
+                self.rebuild_index(current, progress, repair)
             elif indexed < current.revision:
-                self._catch_up(_key(current), indexed)
+                self._catch_up(_key(current), indexed, repair)
             return
         if indexed is None:
-            self.rebuild_index(memory, progress)
+            self.rebuild_index(memory, progress, repair)
             return
-        self._catch_up(key, indexed)
+        self._catch_up(key, indexed, repair)
 
-    def _catch_up(self, key: MemoryKey, indexed: int) -> None:
+    def _catch_up(self, key: MemoryKey, indexed: int, repair: IndexRepair | None = None) -> None:
         """Index every segment whose text changed after revision `indexed`."""
         with self.engine.connect() as conn:
             rows = conn.execution_options(yield_per=self.options.read_batch).execute(
@@ -652,10 +668,14 @@ class Store:
                     segments.c.memory_id == key.id, segments.c.revision > indexed
                 )
             )
-            self.index.catch_up(key, (IndexDoc(r.id, r.source) for r in rows))
+            docs = (IndexDoc(r.id, r.source) for r in rows)
+            self.index.catch_up(key, repair.counted(docs) if repair else docs)
 
-    def rebuild_index(self, memory: Memory, progress: bool = False) -> None:
-        """Re-index the memory from the database (the source of truth)."""
+    def rebuild_index(
+        self, memory: Memory, progress: bool = False, repair: IndexRepair | None = None
+    ) -> None:
+        """Re-index the memory from the database (the source of truth); a background `repair`
+        counts the segments indexed."""
         with self.engine.connect() as conn:
             # Read the revision and the rows in one snapshot-consistent pass.
             memory = memory_from_row(
@@ -674,7 +694,7 @@ class Store:
                     disable=not progress,
                 )
             )
-            self.index.rebuild(_key(memory), docs)
+            self.index.rebuild(_key(memory), repair.counted(docs) if repair else docs)
 
     # ---- API keys -------------------------------------------------------------------------
 

@@ -22,12 +22,17 @@ def health() -> Response:
 
 @blueprint.get("/ready")
 def ready() -> tuple[Response, int]:
-    """Ready when the database answers and the model is loaded; the first call loads the model."""
+    """Ready when the database answers and the model is loaded; the first call loads the model.
+    Indexes being caught up or rebuilt are listed with their progress: lookups of those memories
+    are answered from the database meanwhile, so they do not make the server unready."""
     checks: dict[str, str] = {}
+    repairs: list[dict[str, Any]] = []
     ok = True
     try:
-        services().store().list_memories()
+        store = services().store()
+        store.list_memories()
         checks["database"] = "ok"
+        repairs = [repair.as_dict() for repair in store.index_repairs_under_way()]
     except Exception as exc:  # readiness reports any failure instead of raising it
         log.warning("readiness: database check failed: %s", exc)
         checks["database"] = f"error: {type(exc).__name__}"
@@ -43,7 +48,11 @@ def ready() -> tuple[Response, int]:
             # the class, not the message, which names the server's files: the log has it
             checks["model"] = f"error: {type(exc).__name__}"
             ok = False
-    body: dict[str, Any] = {"status": "ready" if ok else "not_ready", "checks": checks}
+    body: dict[str, Any] = {
+        "status": "ready" if ok else "not_ready",
+        "checks": checks,
+        "index_repairs": repairs,
+    }
     if engine is not None:
         body["engine"] = engine
     return jsonify(body), 200 if ok else 503
