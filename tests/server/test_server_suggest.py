@@ -15,6 +15,7 @@ from rapidfuzz.distance import Levenshtein
 from server_scenarios import add_segment, create_memory, wait_for_job
 
 from tm_guide.server.jobs import JobBoard, process_start_time
+from tm_guide.text.placeholders import protected
 
 # Words from the tiny model's vocabulary (tests/conftest.py), so that pieces are real subwords.
 TM_SOURCE = "Click open the menu file save window dialog."
@@ -293,3 +294,44 @@ def test_an_import_job_reports_the_stages_of_its_alignment(server) -> None:
     assert progress["records_read"] == 30
     assert (progress["stage"], progress["done"], progress["total"]) == ("storing", 30, 30)
     assert analysed(server, "staged") == (30, 30)
+
+
+def test_non_translatables_come_back_exactly_once(server) -> None:
+    """The tiny model garbles what it never saw in training; every placeholder, tag and URL
+    still comes back exactly once (placed by the model, or kept in order between translated
+    runs when the model lost one), and the segment says which way."""
+    create_memory(server.client, "marks")
+    add_segment(server.client, "marks", TM_SOURCE, TM_TARGET)
+    sources = [
+        "Click open the menu %s file save window dialog.",
+        "Click {0} open the <b>menu</b> file %(name)s save window dialog %d.",
+        "Click open http://example.org/a/b the menu [X15X] file save [X3X] window dialog.",
+        "<i>Click open the menu file save window dialog.</i>",
+    ]
+    reply = server.client.post(
+        "/v1/suggest", {"segments": sources, "memories": ["marks"], "options": {"lambda": 1.0}}
+    )
+    assert reply.status == 200, reply.body
+    ways = []
+    for source, result in zip(sources, reply.json["results"], strict=True):
+        translation = result["translation"]
+        for token in protected(source):
+            assert translation["text"].count(token) == source.count(token), translation["text"]
+        ways.append(translation["non_translatables"])
+    assert set(ways) <= {"model", "runs"} and "runs" in ways, ways
+    enclosed = reply.json["results"][3]["translation"]
+    assert enclosed["text"].startswith("<i>") and enclosed["text"].endswith("</i>")
+
+
+def test_a_sentence_held_verbatim_inside_a_longer_segment_takes_its_tm_target(server) -> None:
+    """Each sentence of a multi-sentence or enclosed segment that a memory holds verbatim is
+    the TM target, as a CAT tool would insert it; the rest is translated."""
+    create_memory(server.client, "inside")
+    add_segment(server.client, "inside", TM_SOURCE, TM_TARGET)
+    source = f"  {TM_SOURCE} Click open the menu file.\n<b>{TM_SOURCE}</b>\n"
+    reply = server.client.post("/v1/suggest", {"source": source, "memories": ["inside"]})
+    assert reply.status == 200, reply.body
+    translation = reply.json["results"][0]["translation"]
+    lines = translation["text"].split("\n")
+    assert lines[0].startswith(f"  {TM_TARGET} ") and lines[1] == f"<b>{TM_TARGET}</b>"
+    assert lines[2] == "" and translation["sentences"] == 3 and translation["origin"] == "mt"

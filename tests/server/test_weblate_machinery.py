@@ -137,3 +137,94 @@ def test_a_segment_written_through_modernmt_is_used_by_the_next_suggestions(
     ]
     assert "Fenster" in after and "Fenster" not in before
     assert after == suggested(server, QUERY)
+
+
+HELP = (
+    "Usage: ls [OPTION]... [FILE]...\n"
+    "List information about the FILEs (the current directory by default).\n"
+    "\n"
+    "  -a, --all                  do not ignore entries starting with .\n"
+    "  -l                         use a long listing format\n"
+)
+WRAPPED = "Written by %s, %s, %s,\nand %s.\n"
+PADDED = "  Open the file and save the document.  "
+PARAGRAPH = "Open the file. Save the document. Close the window and print the page."
+
+
+def layout_kept(source: str, target: str) -> None:
+    """The target has the source's lines, each with its indentation and trailing spaces, and
+    text where the source's line has text."""
+    source_lines, target_lines = source.split("\n"), target.split("\n")
+    assert len(target_lines) == len(source_lines), (source, target)
+    for s, t in zip(source_lines, target_lines, strict=True):
+        assert t[: len(t) - len(t.lstrip())] == s[: len(s) - len(s.lstrip())], (s, t)
+        assert t[len(t.rstrip()) :] == s[len(s.rstrip()) :], (s, t)
+        assert bool(t.strip()) == bool(s.strip()), (s, t)
+
+
+@pytest.mark.parametrize("service_name", ["LibreTranslate", "ModernMT", "DeepL"])
+def test_lines_whitespace_and_every_sentence_come_back(
+    weblate, server, token, service_name
+) -> None:
+    """Weblate's own classes send multi-line, padded and multi-sentence strings: each comes
+    back with its line breaks, indentation and surrounding whitespace, every sentence
+    translated (none dropped), as /v1/suggest gives it."""
+    url = {"LibreTranslate": "libretranslate/", "ModernMT": "modernmt/", "DeepL": "deepl/v2/"}
+    service = getattr(weblate, service_name)(
+        {"url": f"{base(server)}/{url[service_name]}", "key": token}
+    )
+    source, target = service.get_languages(weblate.Language("en"), weblate.Language("de"))
+    strings = [HELP, WRAPPED, PADDED, PARAGRAPH]
+    found = service._translate(
+        source, target, [(text, weblate_harness.unit()) for text in strings], threshold=75
+    )
+    for text in strings:
+        layout_kept(text, found[text][0]["text"])
+    for text in (PADDED, PARAGRAPH):  # no placeholder for Weblate to replace
+        assert found[text][0]["text"] == suggested(server, text)
+    print(service_name, [found[text][0]["text"] for text in strings])
+    assert found[WRAPPED][0]["text"].count("%s") == 4
+    paragraph = server.client.post("/v1/suggest", {"source": PARAGRAPH, "memories": ["docs"]})
+    assert paragraph.json["results"][0]["translation"]["sentences"] == 3
+    assert len(found[PARAGRAPH][0]["text"]) >= 0.7 * len(PARAGRAPH)
+
+
+NON_TRANSLATABLES = {
+    "Written by %s, %s, %s,\nand %s.\n": ["%s"] * 4,
+    "<i>No service currently selected.</i>": ["<i>", "</i>"],
+    'To use it, install <a href="%(link)s">docutils</a> first.': [
+        '<a href="%(link)s">',
+        "</a>",
+    ],
+    "cannot remove '%.250s'": ["'%.250s'"],
+    "Press <b>Save</b> to store the <i>file</i>.": ["<b>", "</b>", "<i>", "</i>"],
+    "Delete %d files from {folder} now?": ["%d", "{folder}"],
+    "See https://www.debian.org/doc/ or mail debian-doc@lists.debian.org.": [
+        "https://www.debian.org/doc/",
+        "debian-doc@lists.debian.org",
+    ],
+    "%(count)s of %(total)s selected": ["%(count)s", "%(total)s"],
+}
+
+
+@pytest.mark.parametrize("service_name", ["LibreTranslate", "ModernMT", "DeepL"])
+def test_placeholders_and_tags_come_back_exactly_once(
+    weblate, server, token, service_name
+) -> None:
+    """Weblate replaces placeholders with its own markers ([X15X] for LibreTranslate and
+    ModernMT, <x id="15"></x> for DeepL) before sending; every placeholder and tag comes back
+    exactly once, and the rest of the sentence is translated."""
+    url = {"LibreTranslate": "libretranslate/", "ModernMT": "modernmt/", "DeepL": "deepl/v2/"}
+    service = getattr(weblate, service_name)(
+        {"url": f"{base(server)}/{url[service_name]}", "key": token}
+    )
+    source, target = service.get_languages(weblate.Language("en"), weblate.Language("de"))
+    found = service._translate(
+        source, target, [(t, weblate_harness.unit()) for t in NON_TRANSLATABLES], threshold=75
+    )
+    for text, tokens in NON_TRANSLATABLES.items():
+        translated = found[text][0]["text"]
+        for token_ in set(tokens):
+            assert translated.count(token_) == tokens.count(token_), (text, translated)
+        assert "[X" not in translated and "<x" not in translated, translated
+        assert translated != text, translated  # translated, not echoed

@@ -1,10 +1,11 @@
-"""Translating text that holds markup (HTML, or the XML placeholders Weblate sends DeepL).
+"""Translating XML or HTML text (DeepL's `tag_handling`, LibreTranslate's `format=html`).
 
-The model translates plain text, so a text with tags is cut at its tags: each run of text between
-tags is translated on its own and the tags stay exactly where they were, in their order. Entities
-in a run are decoded before translation and the characters `<`, `>` and `&` encoded after, so what
-comes back is as well-formed as what was sent. Runs with no letter or digit (spaces, punctuation
-between two tags) are kept as they are.
+The text is translated once, whole, as the sentence it is. Its tags (and any element named in
+`ignore_tags`, content included) stand in as Weblate-style markers, which the text pipeline
+masks, lets the model place, and checks (tm_guide.server.pipeline); entities are decoded first
+and `&`, `<` and `>` encoded again after, so that markup escaped as text (Weblate sends the
+source's own tags as `&lt;b&gt;`) is translated as the text it is and comes back as escaped as
+it came.
 """
 
 from __future__ import annotations
@@ -14,48 +15,42 @@ import re
 from collections.abc import Callable, Sequence
 
 _TAG = re.compile(r"<!--[\s\S]*?-->|<[^<>]*>")
-_WORDLIKE = re.compile(r"\w", re.UNICODE)
+_MARKER = re.compile(r"\[X(\d+)X\]")
 
 
-def split(text: str) -> list[tuple[bool, str]]:
-    """(is_text, piece) in order; the pieces joined give `text` back."""
-    parts: list[tuple[bool, str]] = []
-    position = 0
-    for tag in _TAG.finditer(text):
-        if tag.start() > position:
-            parts.append((True, text[position : tag.start()]))
-        parts.append((False, tag.group()))
-        position = tag.end()
-    if position < len(text):
-        parts.append((True, text[position:]))
-    return parts
-
-
-def translate_marked_up(
-    texts: Sequence[str], translate: Callable[[list[str]], list[str]]
+def translate_markup(
+    texts: Sequence[str],
+    translate: Callable[[list[str]], list[str]],
+    ignore_tags: Sequence[str] = (),
 ) -> list[str]:
-    """Each text with its runs between tags translated; `translate` gets every run of every text
-    in one call (one decoding batch) and returns one translation per run."""
-    layouts = [split(text) for text in texts]
-    runs: list[str] = []
-    for layout in layouts:
-        for is_text, piece in layout:
-            if _is_words(is_text, piece):
-                runs.append(html.unescape(piece).strip())
-    translated = iter(translate(runs) if runs else [])
-    out = []
-    for layout in layouts:
-        pieces = []
-        for is_text, piece in layout:
-            if _is_words(is_text, piece):
-                lead = piece[: len(piece) - len(piece.lstrip())]
-                trail = piece[len(piece.rstrip()) :]
-                pieces.append(lead + html.escape(next(translated), quote=False) + trail)
-            else:
-                pieces.append(piece)
-        out.append("".join(pieces))
-    return out
+    """Each text translated whole, its tags and ignored elements back where the model put
+    them; `translate` gets every text in one call (one decoding batch)."""
+    # numbered above any marker the texts hold, so that none is taken for one of these
+    first = 1 + max((int(n) for t in texts for n in _MARKER.findall(t)), default=0)
+    hidden: list[str] = []
+    elements = _elements(ignore_tags)
+
+    def hide(match: re.Match[str]) -> str:
+        hidden.append(match.group())
+        return f"[X{first + len(hidden) - 1}X]"
+
+    prepared = []
+    for text in texts:
+        if elements is not None:
+            text = elements.sub(hide, text)
+        prepared.append(html.unescape(_TAG.sub(hide, text)))
+    translated = translate(prepared)
+
+    def show(match: re.Match[str]) -> str:
+        index = int(match.group(1)) - first
+        return hidden[index] if 0 <= index < len(hidden) else match.group()
+
+    return [_MARKER.sub(show, html.escape(text, quote=False)) for text in translated]
 
 
-def _is_words(is_text: bool, piece: str) -> bool:
-    return is_text and bool(_WORDLIKE.search(html.unescape(piece)))
+def _elements(names: Sequence[str]) -> re.Pattern[str] | None:
+    """An element named in `names`, from its start tag to its end tag (or self-closed)."""
+    if not names:
+        return None
+    alternatives = "|".join(re.escape(name) for name in names)
+    return re.compile(rf"<({alternatives})(?:\s[^<>]*)?(?:/>|>[\s\S]*?</\1\s*>)")

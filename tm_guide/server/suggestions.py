@@ -14,13 +14,12 @@ from typing import Any
 from tm_guide import languages
 from tm_guide.errors import Unprocessable
 from tm_guide.matching import exact_match, match_percentage
+from tm_guide.server.pipeline import translate_segments
 from tm_guide.server.services import Services
 from tm_guide.server.shapes import match_json
 from tm_guide.server.translation import (
     MTOptions,
-    collect_pieces,
     translate_options,
-    translations_json,
 )
 
 
@@ -80,18 +79,25 @@ def suggest(
                 (memories[0].source_lang, memories[0].target_lang) if memories else None
             )
             mt_options = replace(mt_options, languages=pair)
-        # Pieces are collected here, in the request's thread, so that a segment added just before
-        # is seen; only the decoding is shared with concurrent requests (see batching.py).
-        pieces = collect_pieces(translator, sources, mt_options)
-        hits = [p.matches if p is not None else [] for p in pieces]
-        prepared = translator.prepare(sources, mt_options, pieces)
-        decoded = services.decoder().translate(prepared, mt_options)
-        services.metrics.batch_sentences.observe(decoded.batch_sentences)
-        results = translator.finish(prepared, decoded.results, mt_options)
-        shaped = translations_json(translator, results, store, names, pieces)
-        for i, one in enumerate(shaped):
-            stage_ms[i] = _stage_timings(pieces[i], one.pop("timings_ms"), decoded.queued_s)
-        translations = list(shaped)
+        translated = translate_segments(
+            services,
+            translator,
+            mt_options,
+            names,
+            sources,
+            _source_language(options, memories, model),
+            penalties if options.exact_match_target else None,
+        )
+        hits = []
+        for i, (source, one) in enumerate(zip(sources, translated, strict=True)):
+            # a segment of one sentence as it is: its retrieval gave the matches; any other is
+            # searched whole, as a CAT tool shows matches
+            found = one.matches
+            if found is None:
+                found = store.search(list(penalties), source, limit=options.m)
+            hits.append(found)
+            translations[i] = one.record
+            stage_ms[i] = one.stage_ms
     else:
         hits = []
         for i, source in enumerate(sources):
@@ -131,21 +137,16 @@ def suggest(
     }
 
 
-def _stage_timings(pieces: Any, decoded_ms: dict[str, float], queued_s: float) -> dict[str, float]:
-    """Retrieval and piece collection as the piece builder measured them, the wait for the
-    decoding thread, then decoding (this sentence's share of its engine call)."""
-    timings = {
-        "retrieval": 0.0,
-        "pieces": 0.0,
-        "queue": round(queued_s * 1000, 3),
-        "decoding": decoded_ms.get("decoding", 0.0),
-    }
-    if pieces is not None:
-        retrieval = pieces.timings.get("retrieval", 0.0)
-        timings["retrieval"] = round(retrieval * 1000, 3)
-        timings["pieces"] = round((pieces.timings.get("total", 0.0) - retrieval) * 1000, 3)
-    timings["total"] = round(sum(timings.values()), 3)
-    return timings
+def _source_language(
+    options: SuggestOptions, memories: Sequence[Any], model: dict[str, Any] | None
+) -> str:
+    """The language whose sentence rules cut the segments: the request's pair, else its
+    memories', else the model's."""
+    if options.languages:
+        return options.languages[0]
+    if memories:
+        return str(memories[0].source_lang)
+    return str((model or {}).get("source_lang") or "en")
 
 
 def _scored(

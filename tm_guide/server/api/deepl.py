@@ -44,7 +44,6 @@ import io
 import re
 import threading
 import uuid
-from collections.abc import Callable
 from typing import Any
 
 from flask import Blueprint, Flask, Response, current_app, jsonify, request
@@ -63,7 +62,7 @@ from tm_guide.server.machine_translation import (
     require_text_list,
     translate_texts,
 )
-from tm_guide.server.markup import translate_marked_up
+from tm_guide.server.markup import translate_markup
 from tm_guide.server.validation import request_arguments, string_arg
 from tm_guide.store import check_memory_fields
 
@@ -220,7 +219,7 @@ def translate() -> Response:
         return [item.text for item in translate_texts(svc, principal, wanted, options).items]
 
     if tag_handling is not None:
-        outputs = _translate_tagged(list(texts), ignore_tags, run)
+        outputs = translate_markup(list(texts), run, ignore_tags)
     else:
         outputs = run(list(texts))
     _usage().add(principal.name, sum(len(text) for text in texts))
@@ -234,28 +233,6 @@ def translate() -> Response:
             one["model_type_used"] = model_type.lower().removeprefix("prefer_")
         translations.append(one)
     return jsonify({"translations": translations})
-
-
-def _translate_tagged(
-    texts: list[str], ignore_tags: list[str], run: Callable[[list[str]], list[str]]
-) -> list[str]:
-    """The text between tags translated, the tags kept; an element named in `ignore_tags` is
-    kept whole (its content too), by standing in for it with a placeholder tag meanwhile."""
-    if not ignore_tags:
-        return translate_marked_up(texts, run)
-    names = "|".join(re.escape(tag) for tag in ignore_tags)
-    element = re.compile(rf"<({names})(?:\s[^<>]*)?>[\s\S]*?</\1\s*>")
-    nonce = uuid.uuid4().hex
-    kept: list[str] = []
-
-    def hide(match: re.Match[str]) -> str:
-        kept.append(match.group())
-        return f"<tm-guide-kept-{nonce}-{len(kept) - 1}/>"
-
-    hidden = [element.sub(hide, text) for text in texts]
-    translated = translate_marked_up(hidden, run)
-    placeholder = re.compile(rf"<tm-guide-kept-{nonce}-([0-9]+)/>")
-    return [placeholder.sub(lambda m: kept[int(m.group(1))], text) for text in translated]
 
 
 # ---- languages and usage -----------------------------------------------------------------------

@@ -4,9 +4,9 @@ Clients (Weblate's LibreTranslate service, libretranslatepy, editor plugins) are
 `http://host:port/libretranslate/`:
 
 - `POST /translate`: `q` (a string or a list), `source` (a tag, or `auto` for the model's source
-  language: no detection is done), `target`, `format` (`text`, or `html`: text between tags is
-  translated, tags kept), `alternatives` (0-3: the unguided translation and the closest TM
-  targets), `api_key`; as JSON or as a form.
+  language: no detection is done), `target`, `format` (`text`, or `html`: translated whole, its
+  tags placed by the model, entities kept), `alternatives` (0-3: the unguided translation and
+  the closest TM targets), `api_key`; as JSON or as a form.
 - `GET /languages`: the model's two languages, the source listing the target.
 
 The key in `api_key` is a tm-guide API key; its memory scope picks the memories whose pieces guide
@@ -32,7 +32,7 @@ from tm_guide.server.machine_translation import (
     require_text_list,
     translate_texts,
 )
-from tm_guide.server.markup import translate_marked_up
+from tm_guide.server.markup import translate_markup
 from tm_guide.server.validation import request_arguments, string_arg
 
 PREFIX = "/libretranslate"
@@ -76,9 +76,7 @@ def translate() -> Response:
         return translate_texts(svc, principal, wanted, options)
 
     if text_format == "html":
-        translated = translate_marked_up(
-            list(texts), lambda runs: [t.text for t in run(runs).items]
-        )
+        translated = translate_markup(list(texts), lambda chunk: [t.text for t in run(chunk).items])
         outputs: list[tuple[str, tuple[str, ...]]] = [(text, ()) for text in translated]
         detected = model_pair(svc)[0]
     else:

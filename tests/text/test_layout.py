@@ -1,0 +1,85 @@
+"""The layout around the sentences: whatever a CAT tool sends comes back around the translations
+exactly, and a sentence wrapped over lines is translated whole and wrapped again."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tm_guide.text import layout_of
+
+
+def test_a_single_sentence_is_plain() -> None:
+    layout = layout_of("Click OK to close the dialog.", "en")
+    assert layout.plain and layout.units == ("Click OK to close the dialog.",)
+
+
+def test_leading_and_trailing_whitespace_come_back() -> None:
+    layout = layout_of("  Click OK.\n", "en")
+    assert not layout.plain and layout.units == ("Click OK.",)
+    assert layout.join(["Klicken Sie auf OK."]) == "  Klicken Sie auf OK.\n"
+
+
+def test_lines_and_indentation_are_kept_and_blank_lines_not_translated() -> None:
+    source = "Usage: cp SOURCE DEST\nCopy SOURCE to DEST.\n\n  -f, --force    never ask.\n"
+    layout = layout_of(source, "en")
+    assert layout.units == (
+        "Usage: cp SOURCE DEST",
+        "Copy SOURCE to DEST.",
+        "-f, --force",  # an option and its description: columns, translated one by one
+        "never ask.",
+    )
+    target = layout.join(
+        ["Aufruf: cp QUELLE ZIEL", "QUELLE nach ZIEL kopieren.", "-f, --force", "nie fragen."]
+    )
+    assert target == (
+        "Aufruf: cp QUELLE ZIEL\nQUELLE nach ZIEL kopieren.\n\n  -f, --force    nie fragen.\n"
+    )
+
+
+def test_sentences_of_a_line_are_translated_one_by_one() -> None:
+    layout = layout_of("Open the file. Then save it, e.g. as PDF!  Done?", "en")
+    assert layout.units == ("Open the file.", "Then save it, e.g. as PDF!", "Done?")
+    assert layout.join(["A.", "B!", "C?"]) == "A. B!  C?"
+
+
+def test_a_wrapped_sentence_is_one_unit_and_keeps_its_line_count() -> None:
+    layout = layout_of("Written by %s, %s, %s,\nand %s.\n", "en")
+    assert layout.units == ("Written by %s, %s, %s, and %s.",)
+    target = layout.join(["Geschrieben von %s, %s, %s und %s."])
+    assert target == "Geschrieben von %s, %s, %s\nund %s.\n"
+    assert target.count("\n") == 2
+
+
+def test_a_translation_without_spaces_still_keeps_every_line() -> None:
+    layout = layout_of("the first part of it\nand the second part\n", "en")
+    assert len(layout.units) == 1
+    assert layout.join(["一二三"]).count("\n") == 2
+
+
+def test_nothing_to_translate() -> None:
+    for text in ("", "---", "\n\n", "  \t ", "* * *\n"):
+        layout = layout_of(text, "en")
+        assert layout.units == () and layout.join([]) == text
+
+
+TEXT = st.lists(
+    st.sampled_from(list("ab cD.,!?\n\r\t:;%s-") + ["\r\n", "  ", "é", "Ω", "e.g.", "Word"]),
+    max_size=60,
+).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(TEXT)
+def test_units_put_back_give_the_source(text: str) -> None:
+    layout = layout_of(text, "en")
+    assert layout.join(list(layout.units)) == text
+    assert all(unit == unit.strip() and unit for unit in layout.units)
+
+
+@settings(max_examples=200, deadline=None)
+@given(TEXT, st.sampled_from(["X", "Zwei Wörter", "", "a b c d e f"]))
+def test_any_translations_keep_the_line_breaks(text: str, translation: str) -> None:
+    layout = layout_of(text, "en")
+    target = layout.join([translation] * len(layout.units))
+    assert target.count("\n") == text.count("\n") and target.count("\r") == text.count("\r")

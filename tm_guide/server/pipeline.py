@@ -1,0 +1,271 @@
+"""The text pipeline around the model, for every protocol: what a CAT tool sends in, what a
+translator can insert as it is out.
+
+1. Each segment is cut into sentences, its layout kept aside (tm_guide.text.layout): lines,
+   indentation, surrounding whitespace, and lines with nothing to translate.
+2. Tags enclosing a sentence stay where they are, outside what the model sees; markers the
+   model garbles are masked as placeholders it copies (tm_guide.text.placeholders).
+3. Every sentence of the batch is decoded in one guided batch.
+4. Each translation must hold its sentence's non-translatables exactly once each; one that does
+   not is replaced by the translation of the runs between them, the non-translatables kept in
+   their order (a second batch, only for those).
+5. The sentences' records are joined into the segment's (tm_guide.server.layouts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tm_guide.matching import exact_match, match_percentage
+from tm_guide.server.layouts import joined_translation, verbatim_translation
+from tm_guide.server.services import Services
+from tm_guide.server.translation import collect_pieces, translations_json
+from tm_guide.text import Layout, layout_of
+from tm_guide.text.placeholders import Masked, enclosed, kept, mask, protected, runs_layout
+
+
+@dataclass(frozen=True)
+class SegmentTranslation:
+    """One segment's translation record (translations_json's shape, joined); the fuzzy matches
+    its retrieval found when the segment was one sentence as it is (None: search the segment);
+    and its stage timings."""
+
+    record: dict[str, Any]
+    matches: list[Any] | None
+    stage_ms: dict[str, float]
+
+
+@dataclass(frozen=True)
+class _Decoded:
+    records: list[dict[str, Any]]
+    pieces: list[Any]
+    stage_ms: list[dict[str, float]]
+
+
+def translate_segments(
+    services: Services,
+    translator: Any,
+    mt_options: Any,
+    names: dict[int, str],
+    sources: Sequence[str],
+    language: str,
+    penalties: dict[int, int] | None = None,
+) -> list[SegmentTranslation]:
+    """Every segment translated through the pipeline above, in one batch (two when a sentence
+    lost a non-translatable). With `penalties` (memory id -> points, as the request's), a
+    sentence that a memory holds verbatim, within a segment that is more than that sentence,
+    takes the TM target, as a CAT tool inserts a 100% match (a segment that is one sentence as
+    it is gets that from suggest(), which says so in its origin)."""
+    layouts = [layout_of(source, language) for source in sources]
+    edges = [enclosed(unit) for layout in layouts for unit in layout.units]
+    units = [core for _, core, _ in edges]  # what the model translates of each sentence
+    masks = [mask(unit) for unit in units]
+    wanted = [i for i, unit in enumerate(units) if runs_layout(unit).units]
+    decoded = _decode(
+        services,
+        translator,
+        mt_options,
+        names,
+        [(masks[i].text if masks[i] else units[i]) for i in wanted],  # type: ignore[union-attr]
+    )
+    records: list[dict[str, Any]] = [verbatim_translation(unit) for unit in units]
+    stage_ms: list[dict[str, float]] = [{} for _ in units]
+    pieces: list[Any] = [None] * len(units)
+    lost = []
+    # the sentences of segments that are more than one sentence as it is
+    inside = {
+        i
+        for layout, span in zip(layouts, _spans(layouts), strict=True)
+        for i in range(span.start, span.stop)
+        if not _whole(layout, edges, span)
+    }
+    for at, i in enumerate(wanted):
+        pieces[i], stage_ms[i] = decoded.pieces[at], decoded.stage_ms[at]
+        verbatim = (
+            _tm_target(units[i], decoded.pieces[at], penalties)
+            if penalties is not None and i in inside
+            else None
+        )
+        if verbatim is not None:
+            records[i] = {**decoded.records[at], "text": verbatim, "pieces_used": []}
+            continue
+        record = _checked(units[i], masks[i], decoded.records[at])
+        if record is None:
+            lost.append(i)
+        else:
+            records[i] = record
+    if lost:
+        _translate_runs(services, translator, mt_options, names, units, lost, records, stage_ms)
+    records = [
+        _enclosed(record, lead, trail)
+        for record, (lead, _, trail) in zip(records, edges, strict=True)
+    ]
+
+    out = []
+    for source, layout, span in zip(sources, layouts, _spans(layouts), strict=True):
+        own = records[span]
+        record = joined_translation(layout, own) if own else verbatim_translation(source)
+        record["non_translatables"] = _how_kept(own)
+        matches = None
+        if _whole(layout, edges, span):  # its retrieval was the segment's
+            collected = pieces[span.start]
+            matches = list(collected.matches) if collected is not None else []
+        out.append(SegmentTranslation(record, matches, _summed(stage_ms[span])))
+    return out
+
+
+def _whole(layout: Layout, edges: Sequence[tuple[str, str, str]], span: slice) -> bool:
+    """Whether the segment is one sentence as it is, which the model saw whole."""
+    return layout.plain and edges[span.start][0] == edges[span.start][2] == ""
+
+
+def _spans(layouts: Sequence[Layout]) -> list[slice]:
+    """Which of the batch's sentences are each segment's."""
+    spans, start = [], 0
+    for layout in layouts:
+        spans.append(slice(start, start + len(layout.units)))
+        start += len(layout.units)
+    return spans
+
+
+def _tm_target(unit: str, collected: Any, penalties: dict[int, int]) -> str | None:
+    """The target of a TM segment whose source is `unit` verbatim (100 or more after its
+    memory's penalty, chosen as suggest() chooses one), or None."""
+    if collected is None:
+        return None
+    scored = []
+    for match in collected.matches:
+        segment = match.segment
+        raw = match_percentage(unit, segment.source)
+        scored.append((max(0, raw - penalties.get(segment.memory_id, 0)), segment))
+    chosen = exact_match(scored)
+    return str(chosen[1].target) if chosen is not None else None
+
+
+def _decode(
+    services: Services, translator: Any, mt_options: Any, names: dict[int, str], texts: list[str]
+) -> _Decoded:
+    """One guided batch: pieces collected in this thread (so that a segment added just before
+    is seen), decoding shared with concurrent requests (batching.py)."""
+    if not texts:
+        return _Decoded([], [], [])
+    pieces = collect_pieces(translator, texts, mt_options)
+    prepared = translator.prepare(texts, mt_options, pieces)
+    decoded = services.decoder().translate(prepared, mt_options)
+    services.metrics.batch_sentences.observe(decoded.batch_sentences)
+    results = translator.finish(prepared, decoded.results, mt_options)
+    records = translations_json(translator, results, services.store(), names, pieces)
+    stage_ms = [
+        _stage_timings(collected, record.pop("timings_ms"), decoded.queued_s)
+        for collected, record in zip(pieces, records, strict=True)
+    ]
+    return _Decoded(records, pieces, stage_ms)
+
+
+def _checked(unit: str, masked: Masked | None, record: dict[str, Any]) -> dict[str, Any] | None:
+    """The record with its markers put back, if it kept every non-translatable of `unit`."""
+    text = record["text"]
+    if masked is not None:
+        unmasked = masked.unmask(text)
+        if unmasked is None:
+            return None
+        pieces = []
+        for piece in record["pieces_used"]:
+            span = piece["span"]
+            if span is not None:
+                span = [masked.moved(text, span[0]), masked.moved(text, span[1])]
+            pieces.append({**piece, "span": span})
+        unguided = record["unguided"]
+        if unguided is not None:
+            unguided = masked.unmask(unguided) or unguided
+        record = {**record, "text": unmasked, "unguided": unguided, "pieces_used": pieces}
+    if not kept(unit, record["text"]):
+        return None
+    return {**record, "non_translatables": "model" if protected(unit) else None}
+
+
+def _translate_runs(
+    services: Services,
+    translator: Any,
+    mt_options: Any,
+    names: dict[int, str],
+    units: Sequence[str],
+    lost: Sequence[int],
+    records: list[dict[str, Any]],
+    stage_ms: list[dict[str, float]],
+) -> None:
+    """The sentences whose translation lost a non-translatable, translated run by run."""
+    layouts: list[Layout] = [runs_layout(units[i]) for i in lost]
+    texts = [run for layout in layouts for run in layout.units]
+    decoded = _decode(services, translator, mt_options, names, texts)
+    start = 0
+    for i, layout in zip(lost, layouts, strict=True):
+        span = slice(start, start + len(layout.units))
+        start = span.stop
+        records[i] = {
+            **joined_translation(layout, decoded.records[span]),
+            "non_translatables": "runs",
+        }
+        stage_ms[i] = _summed([stage_ms[i], *decoded.stage_ms[span]])
+
+
+def _enclosed(record: dict[str, Any], lead: str, trail: str) -> dict[str, Any]:
+    """The record of a sentence's text with the tags that enclosed it put back around it."""
+    if not lead and not trail:
+        return record
+    pieces = []
+    for piece in record["pieces_used"]:
+        span = piece["span"]
+        pieces.append(
+            {**piece, "span": [span[0] + len(lead), span[1] + len(lead)] if span else None}
+        )
+    unguided = record["unguided"]
+    return {
+        **record,
+        "text": lead + record["text"] + trail,
+        "unguided": lead + unguided + trail if unguided is not None else None,
+        "pieces_used": pieces,
+        "non_translatables": record.get("non_translatables") or "model",
+    }
+
+
+def _how_kept(records: Sequence[dict[str, Any]]) -> str | None:
+    """runs when any sentence fell back to its runs, model when the model kept them all, None
+    for a segment without non-translatables."""
+    ways = {record.get("non_translatables") for record in records}
+    return "runs" if "runs" in ways else "model" if "model" in ways else None
+
+
+def _stage_timings(pieces: Any, decoded_ms: dict[str, float], queued_s: float) -> dict[str, float]:
+    """Retrieval and piece collection as the piece builder measured them, the wait for the
+    decoding thread, then decoding (this sentence's share of its engine call)."""
+    timings = {
+        "retrieval": 0.0,
+        "pieces": 0.0,
+        "queue": round(queued_s * 1000, 3),
+        "decoding": decoded_ms.get("decoding", 0.0),
+    }
+    if pieces is not None:
+        retrieval = pieces.timings.get("retrieval", 0.0)
+        timings["retrieval"] = round(retrieval * 1000, 3)
+        timings["pieces"] = round((pieces.timings.get("total", 0.0) - retrieval) * 1000, 3)
+    timings["total"] = round(sum(timings.values()), 3)
+    return timings
+
+
+def _summed(timings: Sequence[dict[str, float]]) -> dict[str, float]:
+    """A segment's stage timings: its sentences' added up (the queue wait counted once)."""
+    present = [one for one in timings if one]
+    if len(present) == 1:
+        return present[0]
+    out: dict[str, float] = {}
+    for one in present:
+        for stage, ms in one.items():
+            out[stage] = (
+                max(out.get(stage, 0.0), ms) if stage == "queue" else out.get(stage, 0.0) + ms
+            )
+    if "total" in out:
+        out["total"] = sum(v for k, v in out.items() if k != "total")
+    return {k: round(v, 3) for k, v in out.items()}

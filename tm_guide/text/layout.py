@@ -1,0 +1,222 @@
+"""A segment as CAT tools send it, cut into the sentences a model translates and the text around
+them that must come back exactly: line breaks, indentation, leading and trailing whitespace,
+and lines with nothing to translate.
+
+A sentence-level model fed a whole `--help` block or a paragraph of several sentences joins the
+lines, drops content past its length budget, and loses the layout. Translating each sentence on
+its own and putting the layout back around the translations keeps every line and every space
+the translator would otherwise retype.
+
+- Lines are kept: each line's break, indentation and trailing spaces come back verbatim, and a
+  line with no letter or digit (a rule, an empty line) is not translated.
+- A sentence wrapped over several lines (gettext's `Written by %s, %s, %s,\\nand %s.`: a line
+  that does not end a sentence, followed by one of the same indentation that goes on in lower
+  case) is translated once, whole, and wrapped again into as many lines, each break at the word
+  boundary nearest to where the source broke (in proportion to the length).
+- A line's columns (text separated by two spaces or more, or tabs, as `--help` aligns an option
+  and its description) are translated one by one, the gaps kept.
+- Sentences are found by sentencex (the segmenter of Wikimedia's machine translation service:
+  rules per language, abbreviations included), never by hand-written regexes; the spaces between
+  them are kept verbatim.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+_LINE = re.compile(r"([^\r\n\u2028\u2029]*)(\r\n|\r|\n|\u2028|\u2029|$)")
+_WORDLIKE = re.compile(r"\w", re.UNICODE)
+_TAGS = re.compile(r"<[^<>]*>")
+# columns of a line (`--help`'s options and their descriptions): translated one by one
+_COLUMN_GAP = re.compile(r"( {2,}|\t+)")
+# a line whose text ends so (a closing quote or bracket allowed after) ends its sentence
+_SENTENCE_END = re.compile(r"[.!?:;\u2026\u3002\uff01\uff1f]['\"\u00bb\u201d\u2019)\]]*$")
+
+
+@dataclass(frozen=True)
+class Paragraph:
+    """Sentences that run over `len(breaks) + 1` lines (one, mostly): `parts` as in Layout,
+    for the text of the lines joined by one space each; `breaks[i]` is what stood between
+    line i and line i+1 (its trailing spaces, the line break, the next line's indentation), and
+    `at[i]` where line i ended, as a fraction of the joined text's length."""
+
+    parts: tuple[str | None, ...]
+    breaks: tuple[str, ...] = ()
+    at: tuple[float, ...] = ()
+
+    def join(self, translations: Iterator[str]) -> str:
+        text = "".join(next(translations) if part is None else part for part in self.parts)
+        return _wrap(text, self.breaks, self.at) if self.breaks else text
+
+    @property
+    def units(self) -> int:
+        return sum(part is None for part in self.parts)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """`parts` in order: a string is kept verbatim, a Paragraph holds the units' slots.
+    Joining `units` into the slots gives the source back."""
+
+    parts: tuple[str | Paragraph, ...]
+    units: tuple[str, ...]
+
+    @property
+    def plain(self) -> bool:
+        """One unit that is the whole segment: translated as it is, nothing around it."""
+        return self.parts == (Paragraph((None,)),)
+
+    def join(self, translations: Sequence[str]) -> str:
+        """The target segment: each unit's translation in its slot, the layout around them."""
+        if len(translations) != len(self.units):
+            raise ValueError(f"{len(translations)} translations for {len(self.units)} units")
+        it = iter(translations)
+        return "".join(part if isinstance(part, str) else part.join(it) for part in self.parts)
+
+
+def layout_of(text: str, language: str) -> Layout:
+    """The layout of `text`, a segment in `language` (a BCP 47 tag; its primary subtag picks
+    sentencex's rules, and a language it has no rules for gets its generic ones)."""
+    segment = _segmenter(language.replace("_", "-").split("-")[0].lower() or "en")
+    parts: list[str | Paragraph] = []
+    units: list[str] = []
+    lines = _lines(text)
+    i = 0
+    while i < len(lines):
+        lead, content, trail, brk = lines[i]
+        if not _WORDLIKE.search(content):
+            parts.append(lead + content + trail + brk)
+            i += 1
+            continue
+        j = i
+        while j + 1 < len(lines) and _continues(lines[j], lines[j + 1]):
+            j += 1
+        wrapped = lines[i : j + 1]
+        joined = " ".join(line[1] for line in wrapped)
+        breaks, at, length = [], [], 0
+        for k, (_, line_text, line_trail, line_break) in enumerate(wrapped[:-1]):
+            length += len(line_text) + (1 if k else 0)
+            breaks.append(line_trail + line_break + wrapped[k + 1][0])
+            at.append(length / len(joined))
+        if lead:
+            parts.append(lead)
+        paragraph_parts: list[str | None] = []
+        for column in _COLUMN_GAP.split(joined) if len(wrapped) == 1 else [joined]:
+            if _COLUMN_GAP.fullmatch(column) or not _WORDLIKE.search(column):
+                paragraph_parts.append(column)
+                continue
+            for sentence in _sentences(segment, column):
+                _add_sentence(sentence, paragraph_parts, units)
+        parts.append(Paragraph(_merged(paragraph_parts), tuple(breaks), tuple(at)))
+        last_trail, last_break = wrapped[-1][2], wrapped[-1][3]
+        if last_trail or last_break:
+            parts.append(last_trail + last_break)
+        i = j + 1
+    return Layout(_merged_layout(parts), tuple(units))
+
+
+def _add_sentence(sentence: str, parts: list[str | None], units: list[str]) -> None:
+    """A sentence as a unit, its surrounding spaces verbatim; one of punctuation or tags only
+    (`</b>` after a sentence's full stop) verbatim."""
+    stripped = sentence.strip()
+    if not stripped or not _WORDLIKE.search(_TAGS.sub("", stripped)):
+        parts.append(sentence)
+        return
+    start = sentence.index(stripped)
+    if start:
+        parts.append(sentence[:start])
+    parts.append(None)
+    units.append(stripped)
+    if start + len(stripped) < len(sentence):
+        parts.append(sentence[start + len(stripped) :])
+
+
+def _lines(text: str) -> list[tuple[str, str, str, str]]:
+    """(indentation, text, trailing spaces, line break) of every line; the last has no break."""
+    lines = []
+    for match in _LINE.finditer(text):
+        line, brk = match.group(1), match.group(2)
+        if not line and not brk:
+            continue
+        content = line.strip()
+        lead = line[: len(line) - len(line.lstrip())]
+        trail = line[len(lead) + len(content) :] if content else ""
+        if not content:
+            lead = line
+        lines.append((lead, content, trail, brk))
+    return lines
+
+
+def _continues(line: tuple[str, str, str, str], following: tuple[str, str, str, str]) -> bool:
+    """Whether `following` goes on with the sentence `line` left open (a wrapped sentence)."""
+    text, next_text = line[1], following[1]
+    return (
+        bool(line[3])
+        and bool(next_text)
+        and following[0] == line[0]
+        and not _SENTENCE_END.search(text)
+        and next_text[0].islower()
+        and not _COLUMN_GAP.search(text)
+        and not _COLUMN_GAP.search(next_text)
+    )
+
+
+def _sentences(segment: Callable[[str], list[str]], text: str) -> list[str]:
+    """`text` cut into sentences whose concatenation is `text` again."""
+    found = segment(text)
+    if "".join(found) != text:  # not the segmenter's promise for every input: keep it whole
+        return [text]
+    return found
+
+
+def _wrap(text: str, breaks: Sequence[str], at: Sequence[float]) -> str:
+    """`text` broken into len(breaks) + 1 lines: break i replaces the space nearest to `at[i]`
+    of the length (after the previous break); with no space left, a break goes at the end."""
+    spaces = [m.start() for m in re.finditer(r" ", text)]
+    chosen: list[int] = []
+    for fraction in at:
+        target = fraction * len(text)
+        candidates = [s for s in spaces if not chosen or s > chosen[-1]]
+        chosen.append(min(candidates, key=lambda s: abs(s - target)) if candidates else -1)
+    out, previous = [], 0
+    for position, brk in zip(chosen, breaks, strict=True):
+        if position < 0:
+            out.append(text[previous:])
+            previous = len(text)
+        else:
+            out.append(text[previous:position])
+            previous = position + 1
+        out.append(brk)
+    out.append(text[previous:])
+    return "".join(out)
+
+
+@lru_cache(maxsize=64)
+def _segmenter(language: str) -> Callable[[str], list[str]]:
+    from sentencex import segment
+
+    return lambda text: list(segment(language, text))
+
+
+def _merged(parts: list[str | None]) -> tuple[str | None, ...]:
+    """Adjacent verbatim strings as one."""
+    out: list[str | None] = []
+    for part in parts:
+        if part is not None and out and out[-1] is not None:
+            out[-1] = out[-1] + part
+        else:
+            out.append(part)
+    return tuple(out)
+
+
+def _merged_layout(parts: list[str | Paragraph]) -> tuple[str | Paragraph, ...]:
+    out: list[str | Paragraph] = []
+    for part in parts:
+        if isinstance(part, str) and out and isinstance(out[-1], str):
+            out[-1] = out[-1] + part
+        else:
+            out.append(part)
+    return tuple(out)
