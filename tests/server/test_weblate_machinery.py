@@ -208,9 +208,7 @@ NON_TRANSLATABLES = {
 
 
 @pytest.mark.parametrize("service_name", ["LibreTranslate", "ModernMT", "DeepL"])
-def test_placeholders_and_tags_come_back_exactly_once(
-    weblate, server, token, service_name
-) -> None:
+def test_placeholders_and_tags_come_back_exactly_once(weblate, server, token, service_name) -> None:
     """Weblate replaces placeholders with its own markers ([X15X] for LibreTranslate and
     ModernMT, <x id="15"></x> for DeepL) before sending; every placeholder and tag comes back
     exactly once, and the rest of the sentence is translated."""
