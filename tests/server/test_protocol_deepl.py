@@ -13,7 +13,14 @@ from typing import Any
 import deepl
 import pytest
 import requests
-from server_scenarios import GLOSSARY_SOURCE, GLOSSARY_TARGET, QUERY, TM_TARGET, add_segment
+from server_scenarios import (
+    GLOSSARY_SOURCE,
+    GLOSSARY_TARGET,
+    QUERY,
+    TM_TARGET,
+    add_segment,
+    create_memory,
+)
 
 from tm_guide.config import BUNDLED_MODEL
 
@@ -280,3 +287,38 @@ def test_malformed_bodies_wrong_auth_routes_and_methods(server, keys) -> None:
     assert_error(requests.get(url(server), timeout=60), 404, "no such endpoint")
     assert_error(weblate(server, "GET", "glossaries/nope", key), 404, "nope")
     assert translator(server, key).get_usage().character.count == usage
+
+
+def test_a_translation_that_cannot_meet_its_deadline_is_answered_from_the_memory(
+    start_server,
+) -> None:
+    """With a 1 ms deadline a translation is not decoded at all (still queued when its deadline
+    came; with a speed measured, predicted to miss it): the answer comes at once from the
+    memory (the TM target of a close match, else the source), and says so in
+    X-TM-Guide-Degraded and the metrics."""
+    server = start_server(
+        model=BUNDLED_MODEL, threads=4, extra_env={"TM_GUIDE_DEEPL_DEADLINE_MS": "1"}
+    )
+    create_memory(server.client, "docs")
+    add_segment(server.client, "docs", QUERY, TM_TARGET)
+    url = f"http://127.0.0.1:{server.client.port}/deepl/v2/translate"
+    headers = {"Authorization": f"DeepL-Auth-Key {server.client.token}"}
+    far = "The weather in the mountains changes quickly."
+
+    def ask(texts: list[str]) -> requests.Response:
+        reply = requests.post(
+            url, json={"text": texts, "target_lang": "DE"}, headers=headers, timeout=60
+        )
+        assert reply.status_code == 200, reply.text
+        return reply
+
+    first = ask([far])
+    assert first.headers["X-TM-Guide-Degraded"] == "tm-only"
+    assert first.json()["translations"][0]["text"] == far
+    close = QUERY.replace("OK", "Cancel")
+    second = ask([close, far])
+    assert second.headers["X-TM-Guide-Degraded"] == "tm-only"
+    texts = [t["text"] for t in second.json()["translations"]]
+    assert texts == [TM_TARGET, far]  # the close match's target; nothing close: the source
+    metrics = requests.get(f"http://127.0.0.1:{server.client.port}/metrics", timeout=30).text
+    assert 'tm_guide_degraded_requests_total{level="tm-only"} 2.0' in metrics

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import random
 import threading
+import time
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -260,3 +262,40 @@ def test_decoding_threads_run_their_rounds_side_by_side(tiny_bundle) -> None:
         got = translator.finish(jobs[name], outcome[name].results, options)
         assert [r.translation for r in got] == [r.translation for r in lone]
         assert outcome[name].batch_sentences == 1
+
+
+def test_a_deadline_picks_the_widest_beam_predicted_to_meet_it(tiny_bundle) -> None:
+    """At 0.5 s per sentence measured at beam 4, a sentence due in 0.3 s is decoded with beam 2,
+    one due in 0.15 s greedily, one due in 0.05 s not at all (tm-only); each result is the one
+    that beam gives on its own."""
+    from tm_guide.decoding.guided import GuidedTranslator, TranslateOptions
+    from tm_guide.decoding.search import SearchOptions
+
+    translator = GuidedTranslator(tiny_bundle)
+    options = TranslateOptions(search=SearchOptions(beam_size=4, max_length=12))
+    beams: list[int] = []
+
+    def search(items: Any, opts: Any) -> Any:
+        beams.append(opts.search.beam_size)
+        return translator.search(items, opts)
+
+    batcher = DecodeBatcher(search, max_sentences=8, max_wait_s=0.0)
+    sentence = ["Open the menu file."]
+    for due_s, level, beam in [(0.3, "beam", 2), (0.15, "greedy", 1), (0.05, "tm-only", None)]:
+        batcher.costs = type(batcher.costs)()  # the measured speed only, not the calls here
+        batcher.costs.record(4, 1, 0.5)
+        prepared = translator.prepare(sentence, options)
+        decoded = batcher.translate(prepared, options, deadline=time.perf_counter() + due_s)
+        assert decoded.degraded == level
+        if beam is None:
+            assert decoded.results == [None] and beams[-1:] != [None]
+            continue
+        assert beams[-1] == beam
+        alone = replace(options, search=replace(options.search, beam_size=beam))
+        got = translator.finish(prepared, decoded.results, alone)
+        lone = translator.translate(sentence, alone)
+        assert [r.translation for r in got] == [r.translation for r in lone]
+    calls = len(beams)
+    batcher.translate(translator.prepare(sentence, options), options)  # no deadline: as asked
+    assert beams[calls:] == [4]
+    batcher.close()

@@ -7,6 +7,7 @@ import time
 
 from flask import Flask, Response, g, request
 
+from tm_guide.server import arrival
 from tm_guide.server.config import ServerConfig
 from tm_guide.server.errors import register_error_handlers
 from tm_guide.server.services import Services
@@ -73,10 +74,14 @@ def _register_blueprints(app: Flask, config: ServerConfig) -> None:
 def _register_request_metrics(app: Flask, services: Services) -> None:
     @app.before_request
     def start_timer() -> None:
-        g.started = time.perf_counter()
+        # from when the request had arrived whole, its wait for a thread included
+        g.started = arrival.arrived() or time.perf_counter()
 
     @app.after_request
     def count_request(response: Response) -> Response:
+        degraded = g.get("degraded")
+        if degraded is not None:  # decoded below its options to meet its deadline
+            response.headers["X-TM-Guide-Degraded"] = degraded
         started = g.get("started")
         endpoint = request.url_rule.rule if request.url_rule is not None else "unmatched"
         services.metrics.requests.labels(

@@ -17,6 +17,14 @@ Each request keeps its own semantics:
 
 The output cap (a multiple of the source length) is one value per engine call, taken from the
 longest sentence of the call, as for the segments of one multi-segment request.
+
+Deadlines: a CAT tool waits a few seconds for an answer (Weblate 5 s), after which the work is
+thrown away. A request with a deadline is decoded at the first of these levels whose predicted
+end meets it: its own beam size, half of it, greedy (beam 1); where none does, it is not
+decoded at all (`tm-only`: the caller answers from the translation memory). The prediction is
+the work queued ahead plus its own, at the seconds per sentence measured for each beam size on
+this worker's own engine calls (nothing is degraded before the first measurement). A request
+still queued when its deadline comes is taken out of the queue and answered tm-only then.
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -35,11 +43,18 @@ log = logging.getLogger(__name__)
 SearchFn = Callable[[Sequence[Any], Any], list[Any]]
 
 
+# how a request was decoded to meet its deadline (None: as asked), least cut first: half the
+# beam; greedy; some sentences without TM pieces (their retrieval would have ended too late,
+# tm_guide.server.pipeline); not decoded (answered from the memory)
+DEGRADED_LEVELS = ("beam", "greedy", "unguided", "tm-only")
+
+
 @dataclass
 class _Job:
     items: list[Any]  # one prepared sentence each (GuidedTranslator.prepare)
     options: Any  # TranslateOptions.decoding(): what the engine call reads (the grouping key)
     enqueued: float
+    degraded: str | None = None
     done: threading.Event = field(default_factory=threading.Event)
     results: list[Any] | None = None
     error: BaseException | None = None
@@ -51,9 +66,39 @@ class _Job:
 class Decoded:
     """The results of one request, with how long it queued and how big its engine call was."""
 
-    results: list[Any]
+    results: list[Any]  # None for each sentence of a request answered tm-only
     queued_s: float
     batch_sentences: int
+    degraded: str | None = None  # one of DEGRADED_LEVELS, or None
+
+
+class SentenceCosts:
+    """Seconds per sentence of recent engine calls, per beam size (a moving average)."""
+
+    WEIGHT = 0.3
+
+    def __init__(self) -> None:
+        self._per_beam: dict[int, float] = {}
+        self._lock = threading.Lock()
+
+    def record(self, beam: int, sentences: int, seconds: float) -> None:
+        if sentences <= 0:
+            return
+        value = seconds / sentences
+        with self._lock:
+            before = self._per_beam.get(beam)
+            self._per_beam[beam] = (
+                value if before is None else before + self.WEIGHT * (value - before)
+            )
+
+    def estimate(self, beam: int) -> float | None:
+        """Seconds per sentence at `beam`: measured, else scaled from the nearest wider beam
+        measured (work grows about linearly with the beam), else None."""
+        with self._lock:
+            if beam in self._per_beam:
+                return self._per_beam[beam]
+            wider = sorted(b for b in self._per_beam if b > beam)
+            return self._per_beam[wider[0]] * beam / wider[0] if wider else None
 
 
 class DecodeBatcher:
@@ -75,13 +120,23 @@ class DecodeBatcher:
         self._cond = threading.Condition()
         self._threads: list[threading.Thread] = []
         self._closed = False
+        self.costs = SentenceCosts()
+        self._running_until = 0.0  # predicted end of the engine calls under way
+        self._calls = 0  # engine calls under way
 
-    def translate(self, items: Sequence[Any], options: Any) -> Decoded:
-        """Decode one request's prepared sentences and wait for its own results."""
+    def translate(
+        self, items: Sequence[Any], options: Any, deadline: float | None = None
+    ) -> Decoded:
+        """Decode one request's prepared sentences and wait for its own results; with a
+        `deadline` (time.perf_counter() seconds), degraded as the module says to meet it."""
         job = _Job(list(items), options.decoding(), time.perf_counter())
         with self._cond:
             if self._closed:
                 raise RuntimeError("the decoder is shut down")
+            if deadline is not None:
+                self._fit(job, deadline)
+                if job.degraded == "tm-only":
+                    return Decoded([None] * len(job.items), 0.0, 0, "tm-only")
             self._queue.append(job)
             self._threads = [t for t in self._threads if t.is_alive()]
             while len(self._threads) < self.decoders:
@@ -91,11 +146,51 @@ class DecodeBatcher:
                 thread.start()
                 self._threads.append(thread)
             self._cond.notify()
+        if deadline is not None and not job.done.wait(max(0.0, deadline - time.perf_counter())):
+            with self._cond:
+                if job in self._queue:  # never started: answered tm-only now, not decoded late
+                    self._queue.remove(job)
+                    waited = time.perf_counter() - job.enqueued
+                    return Decoded([None] * len(job.items), waited, 0, "tm-only")
         job.done.wait()
         if job.error is not None:
             raise job.error
         assert job.results is not None
-        return Decoded(job.results, job.started - job.enqueued, job.batch_sentences)
+        return Decoded(job.results, job.started - job.enqueued, job.batch_sentences, job.degraded)
+
+    def _fit(self, job: _Job, deadline: float) -> None:
+        """Choose the job's level (under the lock): the widest beam whose predicted end meets
+        `deadline`, else tm-only."""
+        search = job.options.search
+        now = time.perf_counter()
+        ahead = (
+            max(0.0, self._running_until - now)
+            + sum(
+                self._cost(queued.options.search.beam_size, len(queued.items))
+                for queued in self._queue
+            )
+            / self.decoders
+        )
+        levels = [(None, search.beam_size)]
+        if search.beam_size > 2:
+            levels.append(("beam", search.beam_size // 2))
+        if search.beam_size > 1:
+            levels.append(("greedy", 1))
+        for level, beam in levels:
+            own = self.costs.estimate(beam)
+            if own is None or now + ahead + own * len(job.items) <= deadline:
+                if level is not None:
+                    job.degraded = level
+                    job.options = replace(
+                        job.options,
+                        search=replace(search, beam_size=beam),
+                        return_unguided=False,
+                    )
+                return
+        job.degraded = "tm-only"
+
+    def _cost(self, beam: int, sentences: int) -> float:
+        return (self.costs.estimate(beam) or 0.0) * sentences
 
     def close(self) -> None:
         """Finish what is queued, then stop the decoding threads."""
@@ -150,11 +245,17 @@ class DecodeBatcher:
     def _decode(self, group: list[_Job]) -> None:
         items = [item for job in group for item in job.items]
         started = time.perf_counter()
+        beam = group[0].options.search.beam_size
         for job in group:
             job.started, job.batch_sentences = started, len(items)
+        with self._cond:
+            self._calls += 1
+            self._running_until = max(self._running_until, started + self._cost(beam, len(items)))
         try:
             results = self._search(items, group[0].options)
+            self.costs.record(beam, len(items), time.perf_counter() - started)
         except Exception as exc:
+            self._call_ended()
             if len(group) == 1:
                 group[0].error = exc
                 group[0].done.set()
@@ -165,11 +266,18 @@ class DecodeBatcher:
             for job in group:
                 self._decode([job])
             return
+        self._call_ended()  # before any request thread wakes and predicts its own end
         offset = 0
         for job in group:
             job.results = results[offset : offset + len(job.items)]
             offset += len(job.items)
             job.done.set()
+
+    def _call_ended(self) -> None:
+        with self._cond:
+            self._calls = max(0, self._calls - 1)
+            if not self._calls:
+                self._running_until = 0.0
 
 
 def _count(queue: collections.deque[_Job]) -> int:
@@ -190,7 +298,10 @@ class DirectDecoder:
     def __init__(self, search: SearchFn) -> None:
         self._search = search
 
-    def translate(self, items: Sequence[Any], options: Any) -> Decoded:
+    def translate(
+        self, items: Sequence[Any], options: Any, deadline: float | None = None
+    ) -> Decoded:
+        """Decoded at once in this thread: nothing queues, so no deadline is predicted."""
         return Decoded(self._search(items, options), 0.0, len(items))
 
     def close(self) -> None:

@@ -99,6 +99,14 @@ class Compute:
 PROTOCOLS = ("tmserver", "libretranslate", "modernmt", "deepl")
 
 
+# Weblate waits 5 s for its LibreTranslate, ModernMT and DeepL services (the vendors' own clients
+# longer); an answer is due 1 s before, for the wait before the request is read and the work
+# after the answer is decided, which on a loaded 2-core server took up to 0.8 s (with 0.5 s,
+# 44 of 64 Weblate batches still came after 5 s; bench/deadline_bench.py). tmserver does no
+# MT, so it has no deadline to meet.
+DEADLINES_MS = {"libretranslate": 4000.0, "modernmt": 4000.0, "deepl": 4000.0}
+
+
 @dataclass(frozen=True)
 class ProtocolOptions:
     """How one protocol that CAT tools speak (see PROTOCOLS) answers.
@@ -108,7 +116,10 @@ class ProtocolOptions:
     a key's scope decides where the protocol cannot name memories. A memory the protocol's
     request names itself (ModernMT's `hints`) wins over both. `lam` and `engine` left None are
     the server's (TM_GUIDE_LAMBDA, else the model card; TM_GUIDE_ENGINE), as for /v1/suggest;
-    `m` is the number of TM matches pieces are collected from.
+    `m` is the number of TM matches pieces are collected from. `deadline_ms` is how long after
+    its request arrived an answer is still of use (0: no deadline): the clients' own timeout less
+    a margin; a translation that would end later is decoded with a smaller beam, greedily, or
+    not at all (tm_guide.server.batching).
     """
 
     enabled: bool = True
@@ -116,6 +127,7 @@ class ProtocolOptions:
     lam: float | None = None
     engine: str | None = None
     m: int = 10
+    deadline_ms: float = 0.0
 
     def __post_init__(self) -> None:
         from tm_guide.decoding.engines import ENGINES
@@ -147,7 +159,7 @@ class Protocols:
     def from_env(cls) -> Protocols:
         """TM_GUIDE_PROTOCOLS (comma-separated; default all) and, per protocol P,
         TM_GUIDE_P_MEMORIES (comma-separated names), TM_GUIDE_P_LAMBDA, TM_GUIDE_P_ENGINE,
-        TM_GUIDE_P_M."""
+        TM_GUIDE_P_M, TM_GUIDE_P_DEADLINE_MS (default DEADLINES_MS)."""
         raw = os.environ.get("TM_GUIDE_PROTOCOLS", "").strip()
         enabled = [p.strip().lower() for p in raw.split(",") if p.strip()] if raw else PROTOCOLS
         unknown = sorted(set(enabled) - set(PROTOCOLS))
@@ -167,6 +179,9 @@ class Protocols:
                 lam=_optional_float_env(prefix + "LAMBDA", maximum=MAX_LAMBDA),
                 engine=engine or None,
                 m=_int_env(prefix + "M", ProtocolOptions.m),
+                deadline_ms=_float_env(
+                    prefix + "DEADLINE_MS", DEADLINES_MS.get(name, 0.0), maximum=3_600_000
+                ),
             )
         return cls(**chosen)
 

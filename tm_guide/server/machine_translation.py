@@ -7,14 +7,18 @@ same engine, lambda and piece rules, with the memories chosen by one rule (`memo
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from flask import g, has_request_context
 
 from tm_guide import languages
 from tm_guide.errors import InvalidInput, NotFound, Unprocessable
 from tm_guide.server.auth import Principal
 from tm_guide.server.config import ProtocolOptions
+from tm_guide.server.pipeline import worst_level as _worst
 from tm_guide.server.services import Services
 from tm_guide.server.suggestions import MemoryChoice, SegmentQuery, SuggestOptions, suggest
 from tm_guide.server.translation import MTOptions, model_info
@@ -48,6 +52,8 @@ class Translations:
     items: tuple[Translated, ...]
     source_lang: str  # the model's source tag (what "auto" detected)
     memories: tuple[str, ...]  # names of the memories whose pieces guided them
+    # how decoding was cut down to meet the protocol's deadline (batching.DEGRADED_LEVELS)
+    degraded: str | None = None
 
 
 class UnsupportedLanguage(InvalidInput):
@@ -140,13 +146,16 @@ def translate_texts(
     """The guided translation of every text, as /v1/suggest would give it.
 
     Blank texts come back blank without decoding; the rest go through one `suggest()` call, so a
-    protocol's batch is decoded as one batch."""
+    protocol's batch is decoded as one batch, to be done by the protocol's deadline (counted from
+    when the request arrived); how it was degraded to meet it is kept in flask.g for the
+    response's X-TM-Guide-Degraded header."""
     pair = check_pair(services, request.source_lang, request.target_lang)
     memories = memories_for(
         services, principal, pair, request.memories, options.memories, request.glossaries
     )
     wanted = [i for i, text in enumerate(request.texts) if text.strip()]
     items = [Translated(text) for text in request.texts]
+    degraded = None
     if wanted:
         suggest_options = SuggestOptions(
             memories=tuple(MemoryChoice(m.name) for m in memories),
@@ -155,12 +164,24 @@ def translate_texts(
             translate=True,
             mt=MTOptions(lam=options.lam, engine=options.engine, unguided=request.alternatives > 0),
             languages=pair,
+            deadline=_deadline(options),
         )
         queries = [SegmentQuery(request.texts[i]) for i in wanted]
         answer = suggest(services, queries, suggest_options)
         for i, result in zip(wanted, answer["results"], strict=True):
             items[i] = _translated(result, request.alternatives)
-    return Translations(tuple(items), pair[0], tuple(m.name for m in memories))
+        degraded = _worst([r["translation"].get("degraded") for r in answer["results"]])
+        if degraded is not None and has_request_context():
+            g.degraded = degraded
+    return Translations(tuple(items), pair[0], tuple(m.name for m in memories), degraded)
+
+
+def _deadline(options: ProtocolOptions) -> float | None:
+    """When the protocol's answer is due: its deadline after the request arrived."""
+    if not options.deadline_ms:
+        return None
+    started = g.get("started") if has_request_context() else None
+    return (started or time.perf_counter()) + options.deadline_ms / 1000
 
 
 def _translated(result: dict[str, Any], alternatives: int) -> Translated:

@@ -63,6 +63,13 @@ class Registry:
             ("kind",),
             registry=own,
         )
+        self.degraded = Counter(
+            "tm_guide_degraded_requests",
+            "Translation requests decoded below their options to meet their protocol's deadline: "
+            "beam (half the beam), greedy, or tm-only (answered from the memory, not decoded).",
+            ("level",),
+            registry=own,
+        )
         self.deferred_alignments = Counter(
             "tm_guide_deferred_alignments",
             "Written segments handled by the background aligner: aligned, current (aligned on "

@@ -14,14 +14,16 @@ translator can insert as it is out.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tm_guide.matching import exact_match, match_percentage
+from tm_guide.server.batching import DEGRADED_LEVELS
 from tm_guide.server.layouts import joined_translation, verbatim_translation
 from tm_guide.server.services import Services
-from tm_guide.server.translation import collect_pieces, translations_json
+from tm_guide.server.translation import collect_pieces_until, translations_json
 from tm_guide.text import Layout, layout_of
 from tm_guide.text.placeholders import Masked, enclosed, kept, mask, protected, runs_layout
 
@@ -52,12 +54,15 @@ def translate_segments(
     sources: Sequence[str],
     language: str,
     penalties: dict[int, int] | None = None,
+    deadline: float | None = None,
 ) -> list[SegmentTranslation]:
     """Every segment translated through the pipeline above, in one batch (two when a sentence
     lost a non-translatable). With `penalties` (memory id -> points, as the request's), a
     sentence that a memory holds verbatim, within a segment that is more than that sentence,
     takes the TM target, as a CAT tool inserts a 100% match (a segment that is one sentence as
-    it is gets that from suggest(), which says so in its origin)."""
+    it is gets that from suggest(), which says so in its origin). With a `deadline`
+    (time.perf_counter() seconds), decoding may be degraded to meet it (tm_guide.server.batching);
+    each record says how in `degraded`."""
     layouts = [layout_of(source, language) for source in sources]
     edges = [enclosed(unit) for layout in layouts for unit in layout.units]
     units = [core for _, core, _ in edges]  # what the model translates of each sentence
@@ -69,6 +74,7 @@ def translate_segments(
         mt_options,
         names,
         [(masks[i].text if masks[i] else units[i]) for i in wanted],  # type: ignore[union-attr]
+        deadline,
     )
     records: list[dict[str, Any]] = [verbatim_translation(unit) for unit in units]
     stage_ms: list[dict[str, float]] = [{} for _ in units]
@@ -97,7 +103,9 @@ def translate_segments(
         else:
             records[i] = record
     if lost:
-        _translate_runs(services, translator, mt_options, names, units, lost, records, stage_ms)
+        _translate_runs(
+            services, translator, mt_options, names, units, lost, records, stage_ms, deadline
+        )
     records = [
         _enclosed(record, lead, trail)
         for record, (lead, _, trail) in zip(records, edges, strict=True)
@@ -108,6 +116,7 @@ def translate_segments(
         own = records[span]
         record = joined_translation(layout, own) if own else verbatim_translation(source)
         record["non_translatables"] = _how_kept(own)
+        record["degraded"] = worst_level([one.get("degraded") for one in own])
         matches = None
         if _whole(layout, edges, span):  # its retrieval was the segment's
             collected = pieces[span.start]
@@ -145,23 +154,82 @@ def _tm_target(unit: str, collected: Any, penalties: dict[int, int]) -> str | No
 
 
 def _decode(
-    services: Services, translator: Any, mt_options: Any, names: dict[int, str], texts: list[str]
+    services: Services,
+    translator: Any,
+    mt_options: Any,
+    names: dict[int, str],
+    texts: list[str],
+    deadline: float | None = None,
 ) -> _Decoded:
     """One guided batch: pieces collected in this thread (so that a segment added just before
     is seen), decoding shared with concurrent requests (batching.py)."""
     if not texts:
         return _Decoded([], [], [])
-    pieces = collect_pieces(translator, texts, mt_options)
+    stop_at = None
+    if deadline is not None:  # retrieval leaves the rest of the time to decoding
+        now = time.perf_counter()
+        stop_at = now + RETRIEVAL_SHARE * max(0.0, deadline - now)
+    pieces, skipped = collect_pieces_until(translator, texts, mt_options, stop_at)
     prepared = translator.prepare(texts, mt_options, pieces)
-    decoded = services.decoder().translate(prepared, mt_options)
+    decoded = services.decoder().translate(prepared, mt_options, deadline)
+    if skipped and decoded.degraded != "tm-only":
+        decoded = replace(decoded, degraded="unguided")
+    if decoded.degraded is not None:
+        services.metrics.degraded.labels(level=decoded.degraded).inc()
+    if decoded.degraded == "tm-only":
+        return _Decoded(
+            [
+                _tm_only(text, collected, services, mt_options)
+                for text, collected in zip(texts, pieces, strict=True)
+            ],
+            pieces,
+            [_stage_timings(collected, {}, decoded.queued_s) for collected in pieces],
+        )
     services.metrics.batch_sentences.observe(decoded.batch_sentences)
     results = translator.finish(prepared, decoded.results, mt_options)
     records = translations_json(translator, results, services.store(), names, pieces)
+    for record in records:
+        record["degraded"] = decoded.degraded
     stage_ms = [
         _stage_timings(collected, record.pop("timings_ms"), decoded.queued_s)
         for collected, record in zip(pieces, records, strict=True)
     ]
     return _Decoded(records, pieces, stage_ms)
+
+
+# a TM target stands in for a translation not decoded in time from this similarity (eq. 9) up
+TM_ONLY_MIN_SIMILARITY = 0.5
+# Of the time left before a deadline, the share that collecting TM pieces may take: on a loaded
+# server retrieval, not decoding, is what runs late (32 Weblate batches of 20 strings on 2 cores:
+# 0.46 s of wall time per sentence in retrieval, 8 ms in decoding); a sentence not reached by
+# then is decoded without pieces, which costs next to nothing.
+RETRIEVAL_SHARE = 0.6
+
+
+def _tm_only(text: str, collected: Any, services: Services, mt_options: Any) -> dict[str, Any]:
+    """The record of a sentence not decoded in time: the target of its closest TM match, when
+    that is close and keeps the sentence's non-translatables; else the sentence itself. A
+    sentence whose pieces were not collected is looked up in the index alone."""
+    record = {**verbatim_translation(text), "degraded": "tm-only"}
+    if collected is not None:
+        candidates = [(m.similarity, m.segment) for m in collected.matches]
+    elif mt_options.memory_ids:
+        hits = services.store().search(list(mt_options.memory_ids), text, limit=1)
+        candidates = [(match_percentage(text, h.segment.source) / 100, h.segment) for h in hits]
+    else:
+        candidates = []
+    if not candidates:
+        return record
+    similarity, segment = max(candidates, key=lambda candidate: candidate[0])
+    if similarity >= TM_ONLY_MIN_SIMILARITY and kept(text, segment.target):
+        record.update(text=segment.target, best_match_similarity=round(similarity, 4))
+    return record
+
+
+def worst_level(levels: Sequence[str | None]) -> str | None:
+    """The lowest of the levels its sentences were decoded at (None: all as asked)."""
+    ranked = [level for level in levels if level is not None]
+    return max(ranked, key=DEGRADED_LEVELS.index) if ranked else None
 
 
 def _checked(unit: str, masked: Masked | None, record: dict[str, Any]) -> dict[str, Any] | None:
@@ -195,11 +263,12 @@ def _translate_runs(
     lost: Sequence[int],
     records: list[dict[str, Any]],
     stage_ms: list[dict[str, float]],
+    deadline: float | None = None,
 ) -> None:
     """The sentences whose translation lost a non-translatable, translated run by run."""
     layouts: list[Layout] = [runs_layout(units[i]) for i in lost]
     texts = [run for layout in layouts for run in layout.units]
-    decoded = _decode(services, translator, mt_options, names, texts)
+    decoded = _decode(services, translator, mt_options, names, texts, deadline)
     start = 0
     for i, layout in zip(lost, layouts, strict=True):
         span = slice(start, start + len(layout.units))
@@ -207,6 +276,7 @@ def _translate_runs(
         records[i] = {
             **joined_translation(layout, decoded.records[span]),
             "non_translatables": "runs",
+            "degraded": worst_level([one.get("degraded") for one in decoded.records[span]]),
         }
         stage_ms[i] = _summed([stage_ms[i], *decoded.stage_ms[span]])
 

@@ -50,6 +50,9 @@ class SuggestOptions:
     mt: MTOptions = field(default_factory=MTOptions)
     # the pair to translate (a multilingual model's language tokens); None: the memories' pair
     languages: tuple[str, str] | None = None
+    # when the answer is of no more use (time.perf_counter() seconds): decoding is degraded to
+    # meet it (tm_guide.server.batching); None: decoded as asked, however long that takes
+    deadline: float | None = None
 
 
 def suggest(
@@ -87,6 +90,7 @@ def suggest(
             sources,
             _source_language(options, memories, model),
             penalties if options.exact_match_target else None,
+            options.deadline,
         )
         hits = []
         for i, (source, one) in enumerate(zip(sources, translated, strict=True)):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -151,8 +152,25 @@ def model_info(translator: Any) -> dict[str, Any]:
 def collect_pieces(translator: Any, sources: Sequence[str], options: Any) -> list[Any]:
     """Translation pieces (and the fuzzy matches they came from) per sentence; None for a
     sentence that tokenizes to nothing."""
+    return collect_pieces_until(translator, sources, options, None)[0]
+
+
+def collect_pieces_until(
+    translator: Any, sources: Sequence[str], options: Any, stop_at: float | None
+) -> tuple[list[Any], int]:
+    """collect_pieces, with None for each sentence not started by `stop_at`
+    (time.perf_counter() seconds), which is then decoded without pieces; and how many those
+    were."""
     encode = translator.bundle.encode_source
-    return [translator.collect_pieces(encode(source), options) for source in sources]
+    out = []
+    skipped = 0
+    for source in sources:
+        if stop_at is not None and time.perf_counter() >= stop_at:
+            out.append(None)
+            skipped += 1
+            continue
+        out.append(translator.collect_pieces(encode(source), options))
+    return out, skipped
 
 
 def translations_json(

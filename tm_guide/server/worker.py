@@ -28,6 +28,8 @@ from typing import Any
 
 from gunicorn.workers.gthread import ThreadWorker
 
+from tm_guide.server import arrival
+
 REQUEST_READ_TIMEOUT_S = 30.0  # to send the head (and a small body) of one request
 BUFFERED_BODY_MAX = 1024 * 1024  # bodies up to this are read before a thread is given
 HEAD_MAX = 128 * 1024  # past this much without the end of the head, the parser says why (431)
@@ -133,6 +135,7 @@ class TMGuideWorker(ThreadWorker):  # type: ignore[misc]
     def _hand_over(self, conn: Any) -> None:
         data = bytes(conn.tmg_received)
         del conn.tmg_received, conn.tmg_deadline
+        conn.tmg_arrived = time.perf_counter()
         if data:
             conn.tmg_head = data
         conn.data_ready = True
@@ -158,7 +161,11 @@ class TMGuideWorker(ThreadWorker):  # type: ignore[misc]
             conn.init()
             if conn.parser is not None:
                 conn.parser.unreader.unread(head)
-        return super().handle(conn)
+        arrival.mark(getattr(conn, "tmg_arrived", None))
+        try:
+            return super().handle(conn)
+        finally:
+            arrival.mark(None)
 
     def handle_error(self, req: Any, client: Any, addr: Any, exc: BaseException) -> None:
         super().handle_error(req, _JsonErrorSocket(client), addr, exc)
