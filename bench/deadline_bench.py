@@ -66,15 +66,16 @@ class Server:
             text=True,
             check=True,
         ).stdout.split()[-1]
-        tsv = work / "tm.tsv"
-        one_line = [(s, t) for s, t in tm if not any(c in s + t for c in "\t\r\n")]
-        tsv.write_text("".join(f"{s}\t{t}\n" for s, t in one_line), encoding="utf-8")
-        subprocess.run(
-            [*command, "import", "bench", str(tsv), "-q", "--create", "en", "de"],
-            env=env,
-            check=True,
-            capture_output=True,
-        )
+        if tm:
+            tsv = work / "tm.tsv"
+            one_line = [(s, t) for s, t in tm if not any(c in s + t for c in "\t\r\n")]
+            tsv.write_text("".join(f"{s}\t{t}\n" for s, t in one_line), encoding="utf-8")
+            subprocess.run(
+                [*command, "import", "bench", str(tsv), "-q", "--create", "en", "de"],
+                env=env,
+                check=True,
+                capture_output=True,
+            )
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             port = sock.getsockname()[1]

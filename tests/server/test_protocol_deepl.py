@@ -322,3 +322,31 @@ def test_a_translation_that_cannot_meet_its_deadline_is_answered_from_the_memory
     assert texts == [TM_TARGET, far]  # the close match's target; nothing close: the source
     metrics = requests.get(f"http://127.0.0.1:{server.client.port}/metrics", timeout=30).text
     assert 'tm_guide_degraded_requests_total{level="tm-only"} 2.0' in metrics
+
+
+def test_a_glossary_term_is_used_and_reported(server, keys) -> None:
+    """DeepL's own client creates a glossary (file -> Akte) and translates with it: the
+    translation holds the term where the model wrote "Datei" without it; the answer says how
+    many terms applied in X-TM-Guide-Glossary-Terms, and /v1 lists them."""
+    client = translator(server, keys["admin"])
+    glossary = client.create_glossary(
+        "cat-terms", source_lang="EN", target_lang="DE", entries={"file": "Akte"}
+    )
+    text = "Move the folder to the file."
+    plain = client.translate_text(text, source_lang="EN", target_lang="DE").text
+    guided = client.translate_text(text, source_lang="EN", target_lang="DE", glossary=glossary).text
+    assert "Akte" not in plain and "Akte" in guided, (plain, guided)
+    raw = requests.post(
+        f"http://127.0.0.1:{server.client.port}/deepl/v2/translate",
+        json={"text": [text], "target_lang": "DE", "glossary_id": glossary.glossary_id},
+        headers={"Authorization": f"DeepL-Auth-Key {keys['admin']}"},
+        timeout=60,
+    )
+    assert raw.headers["X-TM-Guide-Glossary-Terms"] == "1/1"
+    v1 = server.client.post(
+        "/v1/suggest", {"source": text, "memories": ["docs"], "glossaries": ["cat-terms"]}
+    )
+    assert v1.status == 200, v1.body
+    translation = v1.json["results"][0]["translation"]
+    assert translation["glossary"] == [{"source": "file", "target": "Akte", "applied": True}]
+    assert translation["text"] == guided

@@ -42,6 +42,7 @@ def joined_translation(layout: Layout, units: Sequence[dict[str, Any]]) -> dict[
         "best_match_similarity": max(similarities) if similarities else None,
         "repaired": repaired[0] if len(units) == 1 and repaired else None,
         "pieces_used": pieces,
+        "glossary": [term for unit in units for term in unit.get("glossary", [])],
         "sentences": len(units),
     }
 
@@ -59,6 +60,7 @@ def verbatim_translation(text: str) -> dict[str, Any]:
         "best_match_similarity": None,
         "repaired": None,
         "pieces_used": [],
+        "glossary": [],
         "sentences": 0,
     }
 

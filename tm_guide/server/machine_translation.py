@@ -153,6 +153,8 @@ def translate_texts(
     memories = memories_for(
         services, principal, pair, request.memories, options.memories, request.glossaries
     )
+    named = {str(ref) for ref in request.glossaries}
+    glossaries = [m for m in memories if m.name in named or str(m.id) in named]
     wanted = [i for i, text in enumerate(request.texts) if text.strip()]
     items = [Translated(text) for text in request.texts]
     degraded = None
@@ -165,6 +167,7 @@ def translate_texts(
             mt=MTOptions(lam=options.lam, engine=options.engine, unguided=request.alternatives > 0),
             languages=pair,
             deadline=_deadline(options),
+            glossaries=tuple(m.name for m in glossaries),
         )
         queries = [SegmentQuery(request.texts[i]) for i in wanted]
         answer = suggest(services, queries, suggest_options)
@@ -173,6 +176,9 @@ def translate_texts(
         degraded = _worst([r["translation"].get("degraded") for r in answer["results"]])
         if degraded is not None and has_request_context():
             g.degraded = degraded
+        terms = [t for r in answer["results"] for t in r["translation"].get("glossary", [])]
+        if terms and has_request_context():
+            g.glossary_terms = terms
     return Translations(tuple(items), pair[0], tuple(m.name for m in memories), degraded)
 
 

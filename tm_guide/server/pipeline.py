@@ -21,10 +21,20 @@ from typing import Any
 
 from tm_guide.matching import exact_match, match_percentage
 from tm_guide.server.batching import DEGRADED_LEVELS
+from tm_guide.server.glossaries import (
+    TERM_RETRY_MAX_LOSS,
+    TERM_SCORE,
+    OwnTranslations,
+    count_applied,
+    swap_own_words,
+    term_pieces,
+    terms_json,
+)
 from tm_guide.server.layouts import joined_translation, verbatim_translation
 from tm_guide.server.services import Services
 from tm_guide.server.translation import collect_pieces_until, translations_json
 from tm_guide.text import Layout, layout_of
+from tm_guide.text.glossary import Glossary, Term, all_applied
 from tm_guide.text.placeholders import Masked, enclosed, kept, mask, protected, runs_layout
 
 
@@ -55,6 +65,7 @@ def translate_segments(
     language: str,
     penalties: dict[int, int] | None = None,
     deadline: float | None = None,
+    glossary: Glossary | None = None,
 ) -> list[SegmentTranslation]:
     """Every segment translated through the pipeline above, in one batch (two when a sentence
     lost a non-translatable). With `penalties` (memory id -> points, as the request's), a
@@ -62,7 +73,8 @@ def translate_segments(
     takes the TM target, as a CAT tool inserts a 100% match (a segment that is one sentence as
     it is gets that from suggest(), which says so in its origin). With a `deadline`
     (time.perf_counter() seconds), decoding may be degraded to meet it (tm_guide.server.batching);
-    each record says how in `degraded`."""
+    each record says how in `degraded`. A `glossary`'s applying terms are asked for in every
+    sentence (_decode)."""
     layouts = [layout_of(source, language) for source in sources]
     edges = [enclosed(unit) for layout in layouts for unit in layout.units]
     units = [core for _, core, _ in edges]  # what the model translates of each sentence
@@ -75,6 +87,7 @@ def translate_segments(
         names,
         [(masks[i].text if masks[i] else units[i]) for i in wanted],  # type: ignore[union-attr]
         deadline,
+        glossary,
     )
     records: list[dict[str, Any]] = [verbatim_translation(unit) for unit in units]
     stage_ms: list[dict[str, float]] = [{} for _ in units]
@@ -104,7 +117,16 @@ def translate_segments(
             records[i] = record
     if lost:
         _translate_runs(
-            services, translator, mt_options, names, units, lost, records, stage_ms, deadline
+            services,
+            translator,
+            mt_options,
+            names,
+            units,
+            lost,
+            records,
+            stage_ms,
+            deadline,
+            glossary,
         )
     records = [
         _enclosed(record, lead, trail)
@@ -160,16 +182,94 @@ def _decode(
     names: dict[int, str],
     texts: list[str],
     deadline: float | None = None,
+    glossary: Glossary | None = None,
 ) -> _Decoded:
     """One guided batch: pieces collected in this thread (so that a segment added just before
-    is seen), decoding shared with concurrent requests (batching.py)."""
+    is seen), decoding shared with concurrent requests (batching.py); with a `glossary`, its
+    terms put in (_follow_glossary)."""
     if not texts:
         return _Decoded([], [], [])
     stop_at = None
     if deadline is not None:  # retrieval leaves the rest of the time to decoding
         now = time.perf_counter()
         stop_at = now + RETRIEVAL_SHARE * max(0.0, deadline - now)
-    pieces, skipped = collect_pieces_until(translator, texts, mt_options, stop_at)
+    collected, skipped = collect_pieces_until(translator, texts, mt_options, stop_at)
+    decoded = _search(
+        services, translator, mt_options, names, texts, list(collected), deadline, skipped
+    )
+    terms = [glossary.terms_in(text) for text in texts] if glossary else [[] for _ in texts]
+    if any(terms):
+        _follow_glossary(services, translator, mt_options, names, texts, collected, terms, decoded)
+    return decoded
+
+
+def _follow_glossary(
+    services: Services,
+    translator: Any,
+    mt_options: Any,
+    names: dict[int, str],
+    texts: list[str],
+    collected: list[Any],
+    terms: list[list[Term]],
+    decoded: _Decoded,
+) -> None:
+    """The glossary's terms put into the decoded records (tm_guide.server.glossaries), each
+    record listing its terms in `glossary`."""
+    decodable = [i for i, r in enumerate(decoded.records) if r.get("degraded") != "tm-only"]
+
+    def own_words(sources: list[str]) -> list[str]:
+        alone = _search(
+            services, translator, mt_options, names, sources, [None] * len(sources), None, 0
+        )
+        return [record["text"] for record in alone.records]
+
+    own = OWN_TRANSLATIONS.of([t.source for i in decodable for t in terms[i]], own_words)
+    for i in decodable:
+        if terms[i]:
+            decoded.records[i] = swap_own_words(decoded.records[i], terms[i], own)
+    missing = [i for i in decodable if not all_applied(terms[i], decoded.records[i]["text"])]
+    if missing:
+        again = _search(
+            services,
+            translator,
+            mt_options,
+            names,
+            [texts[i] for i in missing],
+            term_pieces(
+                translator,
+                [texts[i] for i in missing],
+                [collected[i] for i in missing],
+                [terms[i] for i in missing],
+                TERM_SCORE,
+                keep_template=False,
+            ),
+            None,
+            0,
+        )
+        for k, i in enumerate(missing):
+            record = swap_own_words(again.records[k], terms[i], own)
+            before = decoded.records[i]
+            if (
+                count_applied(terms[i], record["text"]) > count_applied(terms[i], before["text"])
+                and record["model_score"] >= before["model_score"] - TERM_RETRY_MAX_LOSS
+            ):
+                decoded.records[i] = record
+                decoded.stage_ms[i] = _summed([decoded.stage_ms[i], again.stage_ms[k]])
+    for record, wanted in zip(decoded.records, terms, strict=True):
+        record["glossary"] = terms_json(wanted, record["text"])
+
+
+def _search(
+    services: Services,
+    translator: Any,
+    mt_options: Any,
+    names: dict[int, str],
+    texts: list[str],
+    pieces: list[Any],
+    deadline: float | None,
+    skipped: int,
+) -> _Decoded:
+    """The sentences decoded with their pieces, by their deadline (tm_guide.server.batching)."""
     prepared = translator.prepare(texts, mt_options, pieces)
     decoded = services.decoder().translate(prepared, mt_options, deadline)
     if skipped and decoded.degraded != "tm-only":
@@ -196,6 +296,9 @@ def _decode(
     ]
     return _Decoded(records, pieces, stage_ms)
 
+
+# the model's own translation of glossary terms, kept for every request of this process
+OWN_TRANSLATIONS = OwnTranslations()
 
 # a TM target stands in for a translation not decoded in time from this similarity (eq. 9) up
 TM_ONLY_MIN_SIMILARITY = 0.5
@@ -264,11 +367,12 @@ def _translate_runs(
     records: list[dict[str, Any]],
     stage_ms: list[dict[str, float]],
     deadline: float | None = None,
+    glossary: Glossary | None = None,
 ) -> None:
     """The sentences whose translation lost a non-translatable, translated run by run."""
     layouts: list[Layout] = [runs_layout(units[i]) for i in lost]
     texts = [run for layout in layouts for run in layout.units]
-    decoded = _decode(services, translator, mt_options, names, texts, deadline)
+    decoded = _decode(services, translator, mt_options, names, texts, deadline, glossary)
     start = 0
     for i, layout in zip(lost, layouts, strict=True):
         span = slice(start, start + len(layout.units))

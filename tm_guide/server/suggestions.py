@@ -14,6 +14,7 @@ from typing import Any
 from tm_guide import languages
 from tm_guide.errors import Unprocessable
 from tm_guide.matching import exact_match, match_percentage
+from tm_guide.server.glossaries import glossary_of
 from tm_guide.server.pipeline import translate_segments
 from tm_guide.server.services import Services
 from tm_guide.server.shapes import match_json
@@ -53,6 +54,8 @@ class SuggestOptions:
     # when the answer is of no more use (time.perf_counter() seconds): decoding is degraded to
     # meet it (tm_guide.server.batching); None: decoded as asked, however long that takes
     deadline: float | None = None
+    # memories whose entries are terms the translation must use (tm_guide.server.glossaries)
+    glossaries: tuple[str | int, ...] = ()
 
 
 def suggest(
@@ -91,6 +94,7 @@ def suggest(
             _source_language(options, memories, model),
             penalties if options.exact_match_target else None,
             options.deadline,
+            glossary_of(store, [store.get_memory(ref) for ref in options.glossaries]),
         )
         hits = []
         for i, (source, one) in enumerate(zip(sources, translated, strict=True)):

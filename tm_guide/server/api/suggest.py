@@ -25,8 +25,8 @@ def suggest_view() -> Response:
     body = request_body()
     queries = _queries(body)
     options = _options(body)
-    for choice in options.memories:
-        require(choice.name, "read")
+    for name in (*(choice.name for choice in options.memories), *options.glossaries):
+        require(str(name), "read")
     return jsonify(suggest(services(), queries, options))
 
 
@@ -91,4 +91,9 @@ def _options(body: dict[str, Any]) -> SuggestOptions:
     mt_names = {"lambda": "lam", **{f.name: f.name for f in fields(MTOptions)}}
     mt = {mt_names[k]: v for k, v in options.items() if k in mt_names}
     rest = {k: v for k, v in options.items() if k not in mt_names}
-    return SuggestOptions(memories=_memories(body), mt=MTOptions(**mt), **rest)
+    return SuggestOptions(
+        memories=_memories(body),
+        mt=MTOptions(**mt),
+        glossaries=tuple(body.get("glossaries") or ()),
+        **rest,
+    )

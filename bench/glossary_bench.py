@@ -1,0 +1,158 @@
+r"""Glossary terms in the translations, and BLEU with and without the glossary.
+
+Builds a glossary and a test set from the German gettext catalogues installed under
+/usr/share/locale/de/LC_MESSAGES (Debian packages' .mo files):
+
+  glossary   one- and two-word msgids whose msgstr is a capitalised word or two (a UI term and
+             the catalogue's own German noun for it), kept when at least --min-uses other
+             msgids hold the term and their msgstr hold its translation (the catalogue's
+             terminology)
+  test set   single-line msgids (up to 200 characters) holding a glossary term whose msgstr
+             holds the term's translation, at most --sentences, the term entries held out
+
+Starts `tm-guide serve` (SQLite, the bundled demo model) with the glossary as a memory, asks
+/v1/suggest for each test msgid with `glossaries` and without, and prints the share of the
+(sentence, term) pairs whose target term the translation holds, and sacreBLEU against the
+msgstr, both ways. Example:
+
+  python bench/glossary_bench.py --sentences 300
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import re
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+import polib
+import requests
+import sacrebleu
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "bench"))
+
+from deadline_bench import Server  # noqa: E402  (the bench's server, started the same way)
+
+from tm_guide.text.glossary import Glossary, applied  # noqa: E402
+
+
+def catalogue_pairs(paths: list[Path]) -> list[tuple[str, str]]:
+    pairs = []
+    for path in paths:
+        try:
+            entries = polib.mofile(str(path))
+        except (OSError, ValueError):
+            continue
+        pairs.extend(
+            (e.msgid, e.msgstr) for e in entries if e.msgid and e.msgstr and not e.msgid_plural
+        )
+    return pairs
+
+
+def build(
+    pairs: list[tuple[str, str]], min_uses: int, sentences: int, seed: int
+) -> tuple[dict[str, str], list[tuple[str, str, list]]]:
+    word = re.compile(r"^[A-Za-z][a-z]+(?: [a-z]+)?$")
+    candidates = {  # terminology: a German noun (capitalised) for an English word or two
+        source.lower(): target
+        for source, target in pairs
+        if word.match(source) and re.match(r"^[A-ZÄÖÜ]\w+(?: \w+)?$", target) and len(source) > 3
+    }
+    lines = [
+        (s, t)
+        for s, t in pairs
+        if "\n" not in s and 20 <= len(s) <= 200 and s.lower() not in candidates
+    ]
+    uses: Counter[str] = Counter()
+    every = Glossary(list(candidates.items()))
+    for source, target in lines:
+        for term in every.terms_in(source):
+            if applied(term, target):
+                uses[term.source] += 1
+    chosen = {s: candidates[s] for s, n in uses.items() if n >= min_uses}
+    glossary = Glossary(list(chosen.items()))
+    tests = []
+    for source, target in lines:
+        terms = [t for t in glossary.terms_in(source) if applied(t, target)]
+        if terms:
+            tests.append((source, target, terms))
+    random.Random(seed).shuffle(tests)
+    return chosen, tests[:sentences]
+
+
+def translate(server: Server, source: str, glossaries: list[str]) -> str:
+    body = {"source": source, "memories": ["tm"], "glossaries": glossaries}
+    reply = requests.post(
+        server.base + "/v1/suggest",
+        json=body,
+        headers={"Authorization": f"Bearer {server.key}"},
+        timeout=120,
+    )
+    reply.raise_for_status()
+    return str(reply.json()["results"][0]["translation"]["text"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--catalogues",
+        type=Path,
+        nargs="*",
+        default=sorted(Path("/usr/share/locale/de/LC_MESSAGES").glob("*.mo")),
+    )
+    parser.add_argument("--min-uses", type=int, default=3)
+    parser.add_argument("--sentences", type=int, default=300)
+    parser.add_argument("--seed", type=int, default=13)
+    args = parser.parse_args()
+
+    chosen, tests = build(
+        catalogue_pairs(args.catalogues), args.min_uses, args.sentences, args.seed
+    )
+    pairs_total = sum(len(terms) for _, _, terms in tests)
+    print(
+        f"{len(args.catalogues)} catalogues: glossary of {len(chosen)} terms, "
+        f"{len(tests)} test msgids holding {pairs_total} (msgid, term) pairs\n"
+    )
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        server = Server(work, {}, [])
+        try:
+            headers = {"Authorization": f"Bearer {server.key}"}
+            for name in ("tm", "terms"):
+                requests.post(
+                    server.base + "/v1/memories",
+                    json={"name": name, "source_lang": "en", "target_lang": "de"},
+                    headers=headers,
+                    timeout=30,
+                ).raise_for_status()
+            for source, target in chosen.items():
+                requests.post(
+                    server.base + "/v1/memories/terms/segments",
+                    json={"source": source, "target": target},
+                    headers=headers,
+                    timeout=30,
+                ).raise_for_status()
+            for label, glossaries in (("without glossary", []), ("with glossary", ["terms"])):
+                outputs = [translate(server, source, glossaries) for source, _, _ in tests]
+                held = sum(
+                    applied(term, output)
+                    for output, (_, _, terms) in zip(outputs, tests, strict=True)
+                    for term in terms
+                )
+                bleu = sacrebleu.corpus_bleu(outputs, [[target for _, target, _ in tests]])
+                rows.append((label, held / pairs_total, bleu.score))
+        finally:
+            server.stop()
+    print("| | terms held | BLEU |")
+    print("|---|---|---|")
+    for label, share, bleu in rows:
+        print(f"| {label} | {share:.1%} | {bleu:.2f} |")
+
+
+if __name__ == "__main__":
+    main()

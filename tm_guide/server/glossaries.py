@@ -1,0 +1,158 @@
+"""Glossaries a translation must follow.
+
+A request names its glossaries (DeepL `glossary_id`, ModernMT `glossaries`, /v1 `glossaries`):
+memories whose segments are term entries. Their entries are read once per memory revision and
+kept, since a glossary is small and read by every request that names it. An entry that applies
+to a sentence is enforced in two steps:
+
+1. Where the translation holds the model's own translation of the source term (the term decoded
+   alone: "file" -> "Datei"), that word is replaced by the glossary's ("Akte"). The sentence
+   around it stays the model's: rewarding the term instead draws it to wherever the reward is
+   cheapest, often the start of the sentence.
+2. A sentence still lacking a term (the model wrote an inflected or another word) is decoded
+   again with the term's n-grams as pieces the search is rewarded for (tm_guide.pieces.terms),
+   and takes that translation if it holds more of its terms and the model does not score it
+   much worse (TERM_RETRY_MAX_LOSS); else the term is reported missing.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from tm_guide.pieces.terms import with_terms
+from tm_guide.text.glossary import Glossary, Term, applied
+
+# The score of a glossary term's n-grams in the second search: that of a piece from an exact TM
+# match (eq. 8 scores are at most 1), each n-gram rewarded once.
+TERM_SCORE = 1.0
+# The second search's translation is kept only if the model scores it at most this much below
+# the first (length-normalised log-probability): a term forced in where the model would not put
+# it reads worse than the term missing ("Save the file before you close the window." with
+# file -> Akte: "Akte die Datei vor dem Fenster." at -2.38 against -0.29).
+TERM_RETRY_MAX_LOSS = 0.5
+# a term's own translation longer than this many words is a sentence, not a word to swap
+_MAX_OWN_WORDS = 4
+
+_cache: dict[tuple[str, int, int], Glossary] = {}
+_cache_lock = threading.Lock()
+_CACHE_SIZE = 64
+
+
+def glossary_of(store: Any, memories: Sequence[Any]) -> Glossary | None:
+    """The entries of these glossary memories as one Glossary; None when there are none."""
+    if not memories:
+        return None
+    entries: list[tuple[str, str]] = []
+    for memory in memories:
+        entries.extend(_entries(store, memory))
+    glossary = Glossary(entries)
+    return glossary or None
+
+
+def _entries(store: Any, memory: Any) -> list[tuple[str, str]]:
+    # the uuid too: a deleted memory's id (and revision) can come back with a new memory
+    key = (str(memory.uuid), memory.id, memory.revision)
+    with _cache_lock:
+        cached = _cache.get(key)
+    if cached is not None:
+        return cached.entries
+    glossary = Glossary([(s.source, s.target) for s in store.iter_segments(memory)])
+    with _cache_lock:
+        if len(_cache) >= _CACHE_SIZE:
+            _cache.pop(next(iter(_cache)))
+        _cache[key] = glossary
+    return glossary.entries
+
+
+def term_pieces(
+    translator: Any,
+    texts: Sequence[str],
+    collected: Sequence[Any],
+    terms: Sequence[Sequence[Term]],
+    score: float,
+    keep_template: bool = True,
+) -> list[Any]:
+    """Each sentence's pieces with its applying terms' target n-grams added."""
+    out = []
+    bundle = translator.bundle
+    for text, found, wanted in zip(texts, collected, terms, strict=True):
+        if not wanted:
+            out.append(found)
+            continue
+        tokens = found.tokens if found is not None else bundle.encode_source(text)
+        targets = [bundle.encode_target(term.target) for term in wanted]
+        out.append(with_terms(found, tokens, targets, score, keep_template=keep_template))
+    return out
+
+
+class OwnTranslations:
+    """The model's own translation of each source term, decoded once per term and kept."""
+
+    SIZE = 4096
+
+    def __init__(self) -> None:
+        self._known: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def of(
+        self, sources: Sequence[str], translate: Callable[[list[str]], list[str]]
+    ) -> dict[str, str]:
+        """Each source term's own translation; `translate` decodes the ones not known yet."""
+        with self._lock:
+            unknown = sorted({s for s in sources if s not in self._known})
+        if unknown:
+            done = translate(unknown)
+            with self._lock:
+                if len(self._known) + len(unknown) > self.SIZE:
+                    self._known.clear()
+                self._known.update(zip(unknown, done, strict=True))
+        with self._lock:
+            return {s: self._known.get(s, "") for s in sources}
+
+
+def swap_own_words(
+    record: dict[str, Any], terms: Sequence[Term], own: dict[str, str]
+) -> dict[str, Any]:
+    """The record with the model's own translation of each missing term replaced by the
+    glossary's target (first occurrence, whole words, any case); piece spans after it move."""
+    text = record["text"]
+    pieces = list(record["pieces_used"])
+    for term in terms:
+        if applied(term, text):
+            continue
+        word = own.get(term.source, "").strip().rstrip(".!?;:,").strip()
+        if not word or len(word.split()) > _MAX_OWN_WORDS:
+            continue
+        found = re.search(r"(?<!\w)" + re.escape(word) + r"(?!\w)", text, flags=re.IGNORECASE)
+        if found is None:
+            continue
+        target = term.target
+        if found.start() == 0 and text[:1].isupper():
+            target = target[:1].upper() + target[1:]
+        start, end, delta = found.start(), found.end(), len(target) - (found.end() - found.start())
+        text = text[:start] + target + text[end:]
+        pieces = [_moved(piece, start, end, delta) for piece in pieces]
+    return {**record, "text": text, "pieces_used": pieces}
+
+
+def _moved(piece: dict[str, Any], start: int, end: int, delta: int) -> dict[str, Any]:
+    span = piece["span"]
+    if span is None or span[1] <= start:
+        return piece
+    if span[0] >= end:
+        return {**piece, "span": [span[0] + delta, span[1] + delta]}
+    return {**piece, "span": None}  # the replaced word was in it
+
+
+def count_applied(terms: Sequence[Term], translation: str) -> int:
+    return sum(applied(term, translation) for term in terms)
+
+
+def terms_json(terms: Sequence[Term], translation: str) -> list[dict[str, Any]]:
+    return [
+        {"source": term.source, "target": term.target, "applied": applied(term, translation)}
+        for term in terms
+    ]

@@ -1,0 +1,74 @@
+"""Glossary entries found in a sentence: which target terms its translation must hold.
+
+A glossary (a DeepL glossary, a ModernMT glossary, a memory a request names as one) maps source
+terms to target terms. An entry applies where its source term occurs in the sentence as whole
+words, in any letter case; longer terms win over the shorter ones they contain ("file manager"
+over "file"), and an entry applies once however often its term occurs. The target term must
+then appear in the translation as the glossary writes it (letter case aside, for a term that
+opens the sentence), as words of its own or at either end of a longer word: German compounds
+hold terms so ("ORDER-BY-Spalte"), which also lets an ending follow the term ("Akten" holds
+"Akte"), but never a form that changes the term's own letters.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Term:
+    source: str
+    target: str
+
+
+class Glossary:
+    """Entries of one or more glossaries, looked up by the words of their source terms."""
+
+    def __init__(self, entries: Iterable[tuple[str, str]]) -> None:
+        self.entries = list(entries)
+        by_first: dict[str, list[tuple[tuple[str, ...], Term]]] = {}
+        for source, target in self.entries:
+            words = tuple(_words(source))
+            if words and target.strip():
+                by_first.setdefault(words[0], []).append((words, Term(source, target.strip())))
+        for candidates in by_first.values():  # longest first: "file manager" before "file"
+            candidates.sort(key=lambda item: -len(item[0]))
+        self._by_first = by_first
+
+    def __bool__(self) -> bool:
+        return bool(self._by_first)
+
+    def terms_in(self, sentence: str) -> list[Term]:
+        """The entries whose source term occurs in `sentence`, in order of occurrence."""
+        words = _words(sentence)
+        found: list[Term] = []
+        i = 0
+        while i < len(words):
+            for term_words, term in self._by_first.get(words[i], ()):
+                if tuple(words[i : i + len(term_words)]) == term_words:
+                    if term not in found:
+                        found.append(term)
+                    i += len(term_words)
+                    break
+            else:
+                i += 1
+        return found
+
+
+def applied(term: Term, translation: str) -> bool:
+    """Whether `translation` holds the term's target as written: as words of their own, or
+    opening or closing a compound (German writes "column" in "ORDER-BY-Spalte" and "element type"
+    as "Elementtyp")."""
+    target = re.escape(term.target)
+    pattern = rf"(?<!\w){target}|{target}(?!\w)"
+    return re.search(pattern, translation, flags=re.IGNORECASE) is not None
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"\w+", text.casefold())
+
+
+def all_applied(terms: Sequence[Term], translation: str) -> bool:
+    return all(applied(term, translation) for term in terms)
