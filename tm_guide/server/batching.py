@@ -171,7 +171,7 @@ class DecodeBatcher:
             )
             / self.decoders
         )
-        levels = [(None, search.beam_size)]
+        levels: list[tuple[str | None, int]] = [(None, search.beam_size)]
         if search.beam_size > 2:
             levels.append(("beam", search.beam_size // 2))
         if search.beam_size > 1:

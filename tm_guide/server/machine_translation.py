@@ -18,7 +18,7 @@ from tm_guide import languages
 from tm_guide.errors import InvalidInput, NotFound, Unprocessable
 from tm_guide.server.auth import Principal
 from tm_guide.server.config import ProtocolOptions
-from tm_guide.server.pipeline import worst_level as _worst
+from tm_guide.server.sentences import worst_level as _worst
 from tm_guide.server.services import Services
 from tm_guide.server.suggestions import MemoryChoice, SegmentQuery, SuggestOptions, suggest
 from tm_guide.server.translation import MTOptions, model_info

@@ -16,6 +16,7 @@ from tm_guide.errors import Unprocessable
 from tm_guide.matching import exact_match, match_percentage
 from tm_guide.server.glossaries import glossary_of
 from tm_guide.server.pipeline import translate_segments
+from tm_guide.server.sentences import SentenceDecoder
 from tm_guide.server.services import Services
 from tm_guide.server.shapes import match_json
 from tm_guide.server.translation import (
@@ -85,16 +86,19 @@ def suggest(
                 (memories[0].source_lang, memories[0].target_lang) if memories else None
             )
             mt_options = replace(mt_options, languages=pair)
-        translated = translate_segments(
+        decoder = SentenceDecoder(
             services,
             translator,
             mt_options,
             names,
+            options.deadline,
+            glossary_of(store, [store.get_memory(ref) for ref in options.glossaries]),
+        )
+        translated = translate_segments(
+            decoder,
             sources,
             _source_language(options, memories, model),
             penalties if options.exact_match_target else None,
-            options.deadline,
-            glossary_of(store, [store.get_memory(ref) for ref in options.glossaries]),
         )
         hits = []
         for i, (source, one) in enumerate(zip(sources, translated, strict=True)):

@@ -162,7 +162,7 @@ def collect_pieces_until(
     (time.perf_counter() seconds), which is then decoded without pieces; and how many those
     were."""
     encode = translator.bundle.encode_source
-    out = []
+    out: list[Any] = []
     skipped = 0
     for source in sources:
         if stop_at is not None and time.perf_counter() >= stop_at:

@@ -1,0 +1,216 @@
+"""Decoding a request's sentences: TM pieces collected in the request's own thread (so that a
+segment added just before is seen), the search shared with concurrent requests
+(tm_guide.server.batching), done by the protocol's deadline, and a glossary's terms put in
+(tm_guide.server.glossaries).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from tm_guide.matching import match_percentage
+from tm_guide.server.batching import DEGRADED_LEVELS
+from tm_guide.server.glossaries import (
+    TERM_RETRY_MAX_LOSS,
+    TERM_SCORE,
+    OwnTranslations,
+    count_applied,
+    swap_own_words,
+    term_pieces,
+    terms_json,
+)
+from tm_guide.server.layouts import verbatim_translation
+from tm_guide.server.services import Services
+from tm_guide.server.translation import collect_pieces_until, translations_json
+from tm_guide.text.glossary import Glossary, Term, all_applied
+from tm_guide.text.placeholders import kept
+
+# the model's own translation of glossary terms, kept for every request of this process
+OWN_TRANSLATIONS = OwnTranslations()
+# a TM target stands in for a translation not decoded in time from this similarity (eq. 9) up
+TM_ONLY_MIN_SIMILARITY = 0.5
+# Of the time left before a deadline, the share that collecting TM pieces may take: on a loaded
+# server retrieval, not decoding, is what runs late (32 Weblate batches of 20 strings on 2 cores:
+# 0.46 s of wall time per sentence in retrieval, 8 ms in decoding); a sentence not reached by
+# then is decoded without pieces, which costs next to nothing.
+RETRIEVAL_SHARE = 0.6
+
+
+@dataclass(frozen=True)
+class Decoded:
+    """Per sentence: its translation record (translations_json's shape), the pieces it was
+    decoded with (their fuzzy matches too), and its stage timings."""
+
+    records: list[dict[str, Any]]
+    pieces: list[Any]
+    stage_ms: list[dict[str, float]]
+
+
+@dataclass(frozen=True)
+class SentenceDecoder:
+    """What every decoding of one request shares: the model, its options, the names of the
+    memories its pieces come from, its deadline (time.perf_counter() seconds; None: none) and
+    the glossary whose terms it must use."""
+
+    services: Services
+    translator: Any
+    mt_options: Any
+    names: dict[int, str]
+    deadline: float | None = None
+    glossary: Glossary | None = None
+
+    def decode(self, texts: list[str]) -> Decoded:
+        """The sentences' pieces collected (retrieval gets RETRIEVAL_SHARE of the time left),
+        then decoded, the glossary's terms put in (_follow_glossary)."""
+        if not texts:
+            return Decoded([], [], [])
+        stop_at = None
+        if self.deadline is not None:
+            now = time.perf_counter()
+            stop_at = now + RETRIEVAL_SHARE * max(0.0, self.deadline - now)
+        collected, skipped = collect_pieces_until(self.translator, texts, self.mt_options, stop_at)
+        decoded = self.search(texts, list(collected), skipped)
+        if self.glossary:
+            terms = [self.glossary.terms_in(text) for text in texts]
+            if any(terms):
+                self._follow_glossary(texts, collected, terms, decoded)
+        return decoded
+
+    def search(
+        self, texts: list[str], pieces: list[Any], skipped: int = 0, in_time: bool = True
+    ) -> Decoded:
+        """The sentences decoded with their pieces; `in_time`: by the deadline
+        (tm_guide.server.batching). `skipped` sentences had their retrieval cut."""
+        services, translator, options = self.services, self.translator, self.mt_options
+        prepared = translator.prepare(texts, options, pieces)
+        deadline = self.deadline if in_time else None
+        decoded = services.decoder().translate(prepared, options, deadline)
+        if skipped and decoded.degraded != "tm-only":
+            decoded = replace(decoded, degraded="unguided")
+        if decoded.degraded is not None:
+            services.metrics.degraded.labels(level=decoded.degraded).inc()
+        if decoded.degraded == "tm-only":
+            return Decoded(
+                [
+                    _tm_only(text, collected, services, options)
+                    for text, collected in zip(texts, pieces, strict=True)
+                ],
+                pieces,
+                [stage_timings(collected, {}, decoded.queued_s) for collected in pieces],
+            )
+        services.metrics.batch_sentences.observe(decoded.batch_sentences)
+        results = translator.finish(prepared, decoded.results, options)
+        records = translations_json(translator, results, services.store(), self.names, pieces)
+        for record in records:
+            record["degraded"] = decoded.degraded
+        stage_ms = [
+            stage_timings(collected, record.pop("timings_ms"), decoded.queued_s)
+            for collected, record in zip(pieces, records, strict=True)
+        ]
+        return Decoded(records, pieces, stage_ms)
+
+    def _follow_glossary(
+        self,
+        texts: list[str],
+        collected: list[Any],
+        terms: list[list[Term]],
+        decoded: Decoded,
+    ) -> None:
+        """The glossary's terms put into the decoded records (tm_guide.server.glossaries: the
+        model's own word swapped, else a second, rewarded search), each record listing its
+        terms in `glossary`."""
+        decodable = [i for i, r in enumerate(decoded.records) if r.get("degraded") != "tm-only"]
+
+        def alone(sources: list[str]) -> list[str]:
+            found = self.search(sources, [None] * len(sources), in_time=False)
+            return [record["text"] for record in found.records]
+
+        own = OWN_TRANSLATIONS.of([t.source for i in decodable for t in terms[i]], alone)
+        for i in decodable:
+            if terms[i]:
+                decoded.records[i] = swap_own_words(decoded.records[i], terms[i], own)
+        missing = [i for i in decodable if not all_applied(terms[i], decoded.records[i]["text"])]
+        if missing:
+            pieces = term_pieces(
+                self.translator,
+                [texts[i] for i in missing],
+                [collected[i] for i in missing],
+                [terms[i] for i in missing],
+                TERM_SCORE,
+                keep_template=False,
+            )
+            again = self.search([texts[i] for i in missing], pieces, in_time=False)
+            for k, i in enumerate(missing):
+                record = swap_own_words(again.records[k], terms[i], own)
+                before = decoded.records[i]
+                if (
+                    count_applied(terms[i], record["text"])
+                    > count_applied(terms[i], before["text"])
+                    and record["model_score"] >= before["model_score"] - TERM_RETRY_MAX_LOSS
+                ):
+                    decoded.records[i] = record
+                    decoded.stage_ms[i] = summed([decoded.stage_ms[i], again.stage_ms[k]])
+        for record, wanted in zip(decoded.records, terms, strict=True):
+            record["glossary"] = terms_json(wanted, record["text"])
+
+
+def _tm_only(text: str, collected: Any, services: Services, mt_options: Any) -> dict[str, Any]:
+    """The record of a sentence not decoded in time: the target of its closest TM match, when
+    that is close and keeps the sentence's non-translatables; else the sentence itself. A
+    sentence whose pieces were not collected is looked up in the index alone."""
+    record = {**verbatim_translation(text), "degraded": "tm-only"}
+    if collected is not None:
+        candidates = [(m.similarity, m.segment) for m in collected.matches]
+    elif mt_options.memory_ids:
+        hits = services.store().search(list(mt_options.memory_ids), text, limit=1)
+        candidates = [(match_percentage(text, h.segment.source) / 100, h.segment) for h in hits]
+    else:
+        candidates = []
+    if not candidates:
+        return record
+    similarity, segment = max(candidates, key=lambda candidate: candidate[0])
+    if similarity >= TM_ONLY_MIN_SIMILARITY and kept(text, segment.target):
+        record.update(text=segment.target, best_match_similarity=round(similarity, 4))
+    return record
+
+
+def worst_level(levels: Sequence[str | None]) -> str | None:
+    """The lowest of the levels its sentences were decoded at (None: all as asked)."""
+    ranked = [level for level in levels if level is not None]
+    return max(ranked, key=DEGRADED_LEVELS.index) if ranked else None
+
+
+def stage_timings(pieces: Any, decoded_ms: dict[str, float], queued_s: float) -> dict[str, float]:
+    """Retrieval and piece collection as the piece builder measured them, the wait for the
+    decoding thread, then decoding (this sentence's share of its engine call)."""
+    timings = {
+        "retrieval": 0.0,
+        "pieces": 0.0,
+        "queue": round(queued_s * 1000, 3),
+        "decoding": decoded_ms.get("decoding", 0.0),
+    }
+    if pieces is not None:
+        retrieval = pieces.timings.get("retrieval", 0.0)
+        timings["retrieval"] = round(retrieval * 1000, 3)
+        timings["pieces"] = round((pieces.timings.get("total", 0.0) - retrieval) * 1000, 3)
+    timings["total"] = round(sum(timings.values()), 3)
+    return timings
+
+
+def summed(timings: Sequence[dict[str, float]]) -> dict[str, float]:
+    """A segment's stage timings: its sentences' added up (the queue wait counted once)."""
+    present = [one for one in timings if one]
+    if len(present) == 1:
+        return present[0]
+    out: dict[str, float] = {}
+    for one in present:
+        for stage, ms in one.items():
+            out[stage] = (
+                max(out.get(stage, 0.0), ms) if stage == "queue" else out.get(stage, 0.0) + ms
+            )
+    if "total" in out:
+        out["total"] = sum(v for k, v in out.items() if k != "total")
+    return {k: round(v, 3) for k, v in out.items()}
