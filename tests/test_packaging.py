@@ -135,3 +135,17 @@ def test_no_module_imports_from_a_layer_above_its_own() -> None:
     done = subprocess.run([lint], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert "1 kept, 0 broken" in done.stdout
+
+
+def test_the_package_type_checks(tmp_path: Path) -> None:
+    """mypy over tm_guide ([tool.mypy] in pyproject.toml), with a cache of its own so that a
+    run never reads another's: 0 errors."""
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path / "mypy"), "tm_guide"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert "Success: no issues found" in done.stdout

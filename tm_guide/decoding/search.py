@@ -346,7 +346,7 @@ def _search(
         next_score: list[np.float32] = []
         next_counted: list[bool] = []
         still_live: list[int] = []
-        for group, sentence in enumerate(live):
+        for group, sentence in enumerate(live.tolist()):
             is_last_step = step + 1 == caps[sentence]
             flat = top[group]
             token_ids = flat % vocab_size
@@ -411,10 +411,10 @@ def _search(
             break
         parents = np.asarray(next_rows, dtype=np.int64)
         last_ids = np.asarray(next_ids, dtype=np.int64)
-        counted = np.asarray(next_counted)
-        new_logp = cum_logp[parents] + np.where(counted, log_probs[parents, last_ids], 0)
+        counted_rows = np.asarray(next_counted)
+        new_logp = cum_logp[parents] + np.where(counted_rows, log_probs[parents, last_ids], 0)
         new_reward = cum_reward[parents] + np.where(
-            counted, step_reward.get_many(parents, last_ids) if step_reward else 0.0, 0.0
+            counted_rows, step_reward.get_many(parents, last_ids) if step_reward else 0.0, 0.0
         )
         cum_score = np.asarray(next_score, dtype=np.float32)
         cum_logp = new_logp.astype(np.float32)

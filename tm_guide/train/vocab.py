@@ -10,6 +10,7 @@ import json
 import random
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import sentencepiece as spm
 
@@ -55,8 +56,9 @@ def add_byte_fallback(model_file: Path) -> bool:
     every existing piece (whose ids stay), so a character outside the pieces becomes its UTF-8
     bytes instead of <unk> (no "⁇" in an output). False when it had byte fallback already.
     Needs protobuf (the [train] extra)."""
-    from sentencepiece import sentencepiece_model_pb2 as model_pb2
+    from sentencepiece import sentencepiece_model_pb2
 
+    model_pb2: Any = sentencepiece_model_pb2  # generated protobuf code, without type stubs
     proto = model_pb2.ModelProto()
     proto.ParseFromString(model_file.read_bytes())
     if proto.trainer_spec.byte_fallback:

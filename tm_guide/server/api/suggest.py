@@ -55,7 +55,9 @@ def _memories(body: dict[str, Any]) -> tuple[MemoryChoice, ...]:
         chosen = tuple(
             MemoryChoice(m.name)
             for m in services().store().list_memories()
-            if languages.pair_matches((m.source_lang, m.target_lang), (source_lang, target_lang))
+            if languages.pair_matches(
+                (m.source_lang, m.target_lang), (source_lang or "", target_lang or "")
+            )
             and principal.allows(m.name, "read")
         )
         if not chosen:
