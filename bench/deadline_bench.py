@@ -146,10 +146,20 @@ def main() -> None:
         default=[],
         help="TM_GUIDE_DEEPL_DEADLINE_MS values to compare (default: the server's default only)",
     )
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="NAME:VAR=VALUE,...",
+        help="a server configuration to compare besides the default (repeatable)",
+    )
     args = parser.parse_args()
     variants: dict[str, dict[str, str]] = {"default": {}}
     for ms in args.deadlines_ms:
         variants[f"{ms:g} ms"] = {"TM_GUIDE_DEEPL_DEADLINE_MS": f"{ms:g}"}
+    for spec in args.variant:
+        name, _, assignments = spec.partition(":")
+        variants[name] = dict(a.split("=", 1) for a in assignments.split(",") if a)
     variants["none"] = {"TM_GUIDE_DEEPL_DEADLINE_MS": "0"}
 
     all_pairs = pairs(args.catalogue)

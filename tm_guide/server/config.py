@@ -56,6 +56,12 @@ class Compute:
     threads: int = 1
     # decoding threads taking batches from the one queue (one per core that decoding may use)
     decoders: int = 1
+    # request threads collecting TM pieces at once (0: no bound). Retrieval is Python work
+    # under the GIL: 32 requests sharing it all finish late together, where taking turns
+    # finishes the first ones early, inside their clients' deadlines (32 Weblate batches of 20
+    # at once on 2 cores, bench/deadline_bench.py: unbounded 29 of 64 batches past 5 s, 1 or 2
+    # slots none).
+    retrieval_slots: int = 2
     # auto: the engine registry's choice (tm_guide.decoding.engines); rerank trades exactness
     # for native speed
     engine: str = "auto"
@@ -260,6 +266,9 @@ class ServerConfig:
             batch_wait_ms=_float_env("TM_GUIDE_BATCH_WAIT_MS", compute_defaults.batch_wait_ms),
             threads=_int_env("TM_GUIDE_COMPUTE_THREADS", compute_defaults.threads, minimum=0),
             decoders=_int_env("TM_GUIDE_DECODERS", compute_defaults.decoders, minimum=1),
+            retrieval_slots=_int_env(
+                "TM_GUIDE_RETRIEVAL_SLOTS", compute_defaults.retrieval_slots, minimum=0
+            ),
             engine=os.environ.get("TM_GUIDE_ENGINE", "").strip() or compute_defaults.engine,
             default_lambda=_optional_float_env("TM_GUIDE_LAMBDA", maximum=MAX_LAMBDA),
         )

@@ -6,6 +6,7 @@ segment added just before is seen), the search shared with concurrent requests
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -71,7 +72,11 @@ class SentenceDecoder:
         if self.deadline is not None:
             now = time.perf_counter()
             stop_at = now + RETRIEVAL_SHARE * max(0.0, self.deadline - now)
-        collected, skipped = collect_pieces_until(self.translator, texts, self.mt_options, stop_at)
+        slots = self.services.retrieval_slots
+        with slots if slots is not None else contextlib.nullcontext():
+            collected, skipped = collect_pieces_until(
+                self.translator, texts, self.mt_options, stop_at
+            )
         decoded = self.search(texts, list(collected), skipped)
         if self.glossary:
             terms = [self.glossary.terms_in(text) for text in texts]

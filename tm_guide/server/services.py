@@ -28,6 +28,9 @@ class Services:
         self._deferred: Any = None
         self._translator: Any = None
         self._decoder: Any = None
+        slots = config.compute.retrieval_slots
+        # bounds the request threads collecting TM pieces at once (Compute.retrieval_slots)
+        self.retrieval_slots = threading.BoundedSemaphore(slots) if slots else None
 
     def store(self) -> Any:
         if self._store is None:
