@@ -70,3 +70,23 @@ def test_deciles_bin_as_table_5_does() -> None:
     assert rows[9]["bleu"]["guided"] == pytest.approx(100.0)
     counts = [b.sentences for b in similarity_histogram(sims)]
     assert counts[2] == 1 and counts[9] + counts[10] == 2
+
+
+def test_each_decile_counts_wins_ties_and_losses_against_the_best_match() -> None:
+    """Sentence by sentence against the best match's target: a better output wins, the same
+    output ties, a worse one loses; the report prints the three counts."""
+    from tm_guide.evaluation.analysis import decile_scores
+    from tm_guide.evaluation.report import _duel
+
+    sims = [0.95, 0.92, 0.91, 0.3]
+    references = ["open the file now", "save the page", "close the window", "print it"]
+    outputs = {
+        "best_match": ["open a file now", "save the page", "close the window", "print"],
+        "unguided": ["open file", "save page", "close window", "print"],
+        "served": ["open the file now", "save the page", "close window", "print it"],
+    }
+    rows = decile_scores(sims, outputs, references, samples=50)
+    assert rows[9]["versus_best_match"] == {"wins": 1, "ties": 1, "losses": 1}
+    assert rows[3]["versus_best_match"] == {"wins": 1, "ties": 0, "losses": 0}
+    assert "versus_best_match" not in rows[5]  # no sentence there
+    assert _duel(rows[9]["versus_best_match"]) == "1 / 1 / 1" and _duel(None) == "-"

@@ -19,7 +19,13 @@ from tm_guide.evaluation.ngram_counts import (
 )
 from tm_guide.evaluation.options import EvalOptions, display_path
 from tm_guide.evaluation.repetition import repeated_outputs
-from tm_guide.evaluation.scoring import corpus_score, metric_signatures, paired_bootstrap, subset
+from tm_guide.evaluation.scoring import (
+    corpus_score,
+    duel,
+    metric_signatures,
+    paired_bootstrap,
+    subset,
+)
 from tm_guide.evaluation.signature import machine, package_versions
 from tm_guide.evaluation.similarity import (
     HISTOGRAM_EDGES,
@@ -118,7 +124,8 @@ def decile_scores(
     the last): where the TM holds a close match (CLOSE_MATCH) the suggestion has to beat that
     match's target, where it does not, the unguided model. Each tenth also gives the paired
     bootstrap p-value of the served suggestion against that baseline (`against`, `p_value`),
-    so that a loss can be told from noise."""
+    so that a loss can be told from noise, and the served suggestion's sentence-level wins, ties
+    and losses against the best match's target (`versus_best_match`)."""
     tenths = [min(similarity_tenth(s), 9) for s in similarities]
     rows = []
     for tenth in range(10):
@@ -145,6 +152,10 @@ def decile_scores(
             row["p_value"] = next(
                 b.p_value for b in boot if b.system == "served" and b.metric == "BLEU"
             )
+        if inside and "served" in outputs and "best_match" in outputs:
+            row["versus_best_match"] = duel(
+                subset(outputs["served"], inside), subset(outputs["best_match"], inside), refs
+            ).to_dict()
         rows.append(row)
     return rows
 

@@ -209,8 +209,10 @@ def render_markdown(results: dict[str, Any], figures: dict[str, str]) -> str:
             "",
             "BLEU of each system on the test sentences whose best TM match (eq. 9) falls in each "
             f"decile. From {CLOSE_MATCH} up the suggestion has to beat the best match's target, "
-            "below it the unguided model; the last column compares the served suggestion with "
-            "that baseline (paired bootstrap, p-value of the difference).",
+            "below it the unguided model; the next column compares the served suggestion with "
+            "that baseline (paired bootstrap, p-value of the difference), and the last counts "
+            "the sentences where the served suggestion scores higher, the same or lower than "
+            "the best match's target (sentence chrF).",
             "",
             _table(
                 [
@@ -218,6 +220,7 @@ def render_markdown(results: dict[str, Any], figures: dict[str, str]) -> str:
                     "sentences",
                     *[SYSTEM_LABELS[k] for k in keys],
                     "served - baseline (p)",
+                    "vs best match: wins / ties / losses",
                 ],
                 [
                     [
@@ -225,6 +228,7 @@ def render_markdown(results: dict[str, Any], figures: dict[str, str]) -> str:
                         row["sentences"],
                         *["-" if row["bleu"][k] is None else row["bleu"][k] for k in keys],
                         _against(row),
+                        _duel(row.get("versus_best_match")),
                     ]
                     for row in deciles
                 ],
@@ -360,6 +364,13 @@ def _against(row: dict[str, Any]) -> str:
     difference = bleu["served"] - bleu[row["against"]]
     baseline = "best match" if row["against"] == "best_match" else "unguided"
     return f"{difference:+.2f} vs {baseline} (p {row['p_value']:.3f})"
+
+
+def _duel(counts: dict[str, int] | None) -> str:
+    """'166 / 61 / 41' (reports written before these were counted: '-')."""
+    if not counts:
+        return "-"
+    return f"{counts['wins']} / {counts['ties']} / {counts['losses']}"
 
 
 def _reward_rule(results: dict[str, Any]) -> str:

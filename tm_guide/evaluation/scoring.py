@@ -39,6 +39,38 @@ def corpus_score(hypotheses: Sequence[str], references: Sequence[str]) -> Corpus
     )
 
 
+@dataclass(frozen=True)
+class Duel:
+    """Sentence by sentence, how often a system's output scores higher (win), the same (tie) or
+    lower (loss) than a baseline's, by sentence-level chrF against the reference: what a
+    translator sees one segment at a time, where a corpus score can hide a few bad losses."""
+
+    wins: int
+    ties: int
+    losses: int
+
+    def to_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+def duel(system: Sequence[str], baseline: Sequence[str], references: Sequence[str]) -> Duel:
+    """Wins, ties and losses of `system` against `baseline` (sentence chrF, ties within 1e-9)."""
+    chrf = CHRF()
+    wins = ties = losses = 0
+    for ours, theirs, reference in zip(system, baseline, references, strict=True):
+        difference = (
+            chrf.sentence_score(ours, [reference]).score
+            - chrf.sentence_score(theirs, [reference]).score
+        )
+        if abs(difference) <= 1e-9:
+            ties += 1
+        elif difference > 0:
+            wins += 1
+        else:
+            losses += 1
+    return Duel(wins, ties, losses)
+
+
 def subset(items: Sequence[str], indices: Sequence[int]) -> list[str]:
     return [items[i] for i in indices]
 
