@@ -39,3 +39,35 @@ def test_downgrade_and_store_open_upgrades(fresh_db_url: str, tmp_path) -> None:
 
             current = MigrationContext.configure(conn).get_current_revision()
     assert current == ScriptDirectory.from_config(config).get_current_head()
+
+
+def test_a_deepl_glossary_gets_its_kind_when_the_column_comes(fresh_db_url: str) -> None:
+    """A database from before memories had a kind: the memory that its description marked as a
+    DeepL glossary becomes kind glossary, every other one kind memory; a downgrade marks it by
+    its description again."""
+    from datetime import UTC, datetime
+
+    from sqlalchemy import text
+
+    config = config_for(fresh_db_url)
+    command.upgrade(config, "0002")
+    engine = create_engine(fresh_db_url)
+    marked = "DeepL glossary (created through /deepl/v2/glossaries)"
+    with engine.begin() as conn:
+        for i, (name, description) in enumerate([("terms", marked), ("docs", "")]):
+            conn.execute(
+                text(
+                    "INSERT INTO memories (uuid, name, source_lang, target_lang, description, "
+                    "revision, segment_count, created_at) VALUES (:u, :n, 'en', 'de', :d, 0, 0, :c)"
+                ),
+                {"u": f"{i:032x}", "n": name, "d": description, "c": datetime.now(UTC)},
+            )
+    command.upgrade(config, "head")
+    with engine.connect() as conn:
+        kinds = dict(conn.execute(text("SELECT name, kind FROM memories")).all())
+    assert kinds == {"terms": "glossary", "docs": "memory"}
+    command.downgrade(config, "0002")
+    with engine.connect() as conn:
+        rows = dict(conn.execute(text("SELECT name, description FROM memories")).all())
+    engine.dispose()
+    assert rows == {"terms": marked, "docs": ""}

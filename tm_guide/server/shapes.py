@@ -17,6 +17,7 @@ def memory_json(memory: Any) -> dict[str, Any]:
         "source_lang": memory.source_lang,
         "target_lang": memory.target_lang,
         "description": memory.description,
+        "kind": memory.kind,
         "revision": memory.revision,
         "segment_count": memory.segment_count,
         "created_at": iso(memory.created_at),

@@ -39,6 +39,7 @@ def memory_from_row(row: Any) -> Memory:
         segment_count=row.segment_count,
         created_at=utc(row.created_at),  # type: ignore[arg-type]
         uuid=row.uuid,
+        kind=row.kind,
     )
 
 

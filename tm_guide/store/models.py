@@ -49,6 +49,8 @@ class MemoryRow(Base):
     source_lang: Mapped[str] = mapped_column(String(35), nullable=False)
     target_lang: Mapped[str] = mapped_column(String(35), nullable=False)
     description: Mapped[str] = mapped_column(Text, nullable=False, default="")
+    # MEMORY_KINDS: a translation memory, or a glossary (its segments are term entries)
+    kind: Mapped[str] = mapped_column(String(16), nullable=False, server_default="memory")
     # Bumped by every change of the memory's segments; the full-text index records the revision
     # it reflects, which is how a stale index is detected.
     revision: Mapped[int] = mapped_column(BigInteger, nullable=False, default=0)

@@ -40,7 +40,15 @@ from tm_guide.store.fallback import IndexRepair, IndexRepairs, database_search
 from tm_guide.store.group_commit import GroupCommit
 from tm_guide.store.merge import BatchOutcome, apply_batch, check_record
 from tm_guide.store.models import MAX_ID, api_keys_table, memories_table, segments_table
-from tm_guide.store.types import ApiKey, ImportReport, Memory, SearchHit, Segment, SegmentAnalysis
+from tm_guide.store.types import (
+    MEMORY_KINDS,
+    ApiKey,
+    ImportReport,
+    Memory,
+    SearchHit,
+    Segment,
+    SegmentAnalysis,
+)
 
 log = logging.getLogger(__name__)
 
@@ -183,9 +191,16 @@ class Store:
     # ---- memories -------------------------------------------------------------------------
 
     def create_memory(
-        self, name: str, source_lang: str, target_lang: str, description: str = ""
+        self,
+        name: str,
+        source_lang: str,
+        target_lang: str,
+        description: str = "",
+        kind: str = "memory",
     ) -> Memory:
         name = check_memory_fields(name, description)
+        if kind not in MEMORY_KINDS:
+            raise InvalidInput(f"kind must be one of {', '.join(MEMORY_KINDS)}", field="kind")
         # stored in BCP 47 form, whichever spelling came in (zh_CN, sr@latin, de_DE.UTF-8)
         for label, tag in (("source_lang", source_lang), ("target_lang", target_lang)):
             if not isinstance(tag, str):
@@ -198,6 +213,7 @@ class Store:
             "source_lang": source_lang,
             "target_lang": target_lang,
             "description": description or "",
+            "kind": kind,
             "revision": 0,
             "segment_count": 0,
             "created_at": now(),

@@ -21,6 +21,11 @@ class Memory:
     segment_count: int
     created_at: datetime
     uuid: str = ""
+    kind: str = "memory"  # one of MEMORY_KINDS
+
+
+# what a memory holds: translation units, or glossary entries (one term and its translation)
+MEMORY_KINDS = ("memory", "glossary")
 
 
 @dataclass(kw_only=True)

@@ -75,7 +75,7 @@ FORMALITY = ("default", "more", "less", "prefer_more", "prefer_less")
 MODEL_TYPES = ("quality_optimized", "prefer_quality_optimized", "latency_optimized")
 LANGUAGE_TYPES = ("source", "target")
 ENTRIES_FORMATS = ("tsv", "csv")
-# the description that marks a memory as a glossary made through /deepl/v2/glossaries
+# the description of a glossary made through /deepl/v2/glossaries (its kind is "glossary")
 GLOSSARY_DESCRIPTION = "DeepL glossary (created through /deepl/v2/glossaries)"
 _TAG_NAME = re.compile(r"^[A-Za-z_][\w.:-]*$")
 
@@ -274,7 +274,7 @@ def _glossary_id(memory: Any) -> str:
 
 
 def _is_glossary(memory: Any) -> bool:
-    return bool(memory.description == GLOSSARY_DESCRIPTION)
+    return bool(memory.kind == "glossary")
 
 
 def _glossaries(principal: Principal) -> list[Any]:
@@ -359,7 +359,7 @@ def create_glossary() -> tuple[Response, int]:
         memory = store.get_memory(name)
     except NotFound:
         source, target = model_pair(svc)
-        memory = store.create_memory(name, source, target, GLOSSARY_DESCRIPTION)
+        memory = store.create_memory(name, source, target, GLOSSARY_DESCRIPTION, kind="glossary")
     else:
         if not _is_glossary(memory):
             raise InvalidInput(
