@@ -39,8 +39,6 @@ missing or wrong key (DeepL has no 401) or a missing right, 404, 413 and 500. No
 
 from __future__ import annotations
 
-import csv
-import io
 import re
 import threading
 import uuid
@@ -50,6 +48,7 @@ from flask import Blueprint, Flask, Response, current_app, jsonify, request
 
 from tm_guide import languages
 from tm_guide.errors import Forbidden, InvalidInput, NotFound, Unauthorized
+from tm_guide.formats.glossary import glossary_rows
 from tm_guide.records import SegmentRecord
 from tm_guide.server.api.common import services
 from tm_guide.server.api.jobs import align_in_background
@@ -377,19 +376,8 @@ def _entries(text: str, entries_format: str, pair: tuple[str, str], author: str)
     TSV: `source<TAB>target` per line; CSV: `source,target[,source_lang,target_lang]`."""
     limit = services().config.limits.max_segment_chars
     records = []
-    if entries_format == "tsv":
-        rows = [(n, line.split("\t")) for n, line in enumerate(text.splitlines(), 1)]
-    else:
-        reader = csv.reader(io.StringIO(text, newline=""), strict=True)
-        try:
-            rows = [(reader.line_num, row) for row in reader]
-        except csv.Error as exc:
-            raise InvalidInput(
-                f"Entries: CSV line {reader.line_num}: {exc}", field="entries"
-            ) from None
+    rows = list(glossary_rows(text, entries_format, "Entries: CSV", "entries"))
     for line, fields in rows:
-        if not any(field.strip() for field in fields):
-            continue
         if len(fields) not in ((2,) if entries_format == "tsv" else (2, 4)):
             raise InvalidInput(
                 f"Entries line {line}: expected a source and a target term"

@@ -35,12 +35,11 @@ Errors are ModernMT's envelope `{"status": N, "error": {"type": "...Exception", 
 
 from __future__ import annotations
 
-import csv
 import gzip
 import io
 import re
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -48,6 +47,7 @@ from flask import Blueprint, Flask, Response, jsonify, request
 
 from tm_guide import languages
 from tm_guide.errors import Conflict, Forbidden, InvalidInput, NotFound, PayloadTooLarge
+from tm_guide.formats.glossary import glossary_rows
 from tm_guide.records import SegmentRecord
 from tm_guide.server.api.common import services
 from tm_guide.server.api.jobs import align_in_background
@@ -606,8 +606,7 @@ def _glossary_csv(data: bytes, memory: Any, kind: str, author: str) -> list[Segm
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InvalidInput(f"csv: not valid UTF-8 (byte {exc.start})", field="csv") from None
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
-    rows = _csv_rows(reader)
+    rows = glossary_rows(text, "csv", "csv", "csv")
     header = next(rows, None)
     if header is None:
         raise InvalidInput("csv: the file is empty; the first row names the languages", field="csv")
@@ -655,16 +654,3 @@ def _glossary_csv(data: bytes, memory: Any, kind: str, author: str) -> list[Segm
             )
         )
     return records
-
-
-def _csv_rows(reader: Any) -> Iterator[tuple[int, list[str]]]:
-    """(line, fields) of each row that is not blank; a CSV error is a 400 naming its line."""
-    while True:
-        try:
-            row = next(reader)
-        except StopIteration:
-            return
-        except csv.Error as exc:
-            raise InvalidInput(f"csv line {reader.line_num}: {exc}", field="csv") from None
-        if any(field.strip() for field in row):
-            yield reader.line_num, row
