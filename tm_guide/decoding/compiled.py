@@ -96,6 +96,7 @@ def search_config(decoder: SearchVocabulary, options: SearchOptions) -> Any:
     config.start_id = decoder.start_id
     config.end_id = decoder.end_id
     config.threads = getattr(decoder, "threads", 1)
+    config.id_of_byte = list(getattr(decoder, "byte_ids", None) or [])
     return config
 
 

@@ -42,6 +42,7 @@ from tm_guide.decoding.compiled import SearchVocabulary
 from tm_guide.decoding.hypotheses import Closed
 from tm_guide.decoding.rewards import Held, PieceReward
 from tm_guide.decoding.template import START, State, TargetTemplate
+from tm_guide.decoding.utf8 import Utf8Rule
 from tm_guide.errors import InvalidInput
 
 
@@ -298,6 +299,7 @@ def _search(
     results: list[list[Hypothesis]] = [[] for _ in range(batch_size)]
     use_templates = any(t is not None for t in templates)
     places: list[State] = [START] * batch_size  # each row's template state
+    utf8 = Utf8Rule.for_vocabulary(getattr(decoder, "byte_ids", None), vocab_size)
 
     for step in range(int(caps.max())):
         row_sentences = np.repeat(live, rows_per_sentence)
@@ -305,12 +307,17 @@ def _search(
             decoder.step(state, parents, row_sentences, last_ids, step < options.min_length),
             dtype=np.float32,
         )
-        if use_templates:
+        if use_templates or utf8 is not None:
             log_probs = log_probs.copy()  # the engine's buffer stays as it was
+        if use_templates:
             for row, sentence in enumerate(row_sentences.tolist()):
                 template = templates[sentence]
                 if template is not None and step >= len(prefixes[sentence]):
                     template.mask(places[row], log_probs[row], end_id)
+        if utf8 is not None:  # byte pieces only in valid UTF-8 order (tm_guide.decoding.utf8)
+            for row, sentence in enumerate(row_sentences.tolist()):
+                if step >= len(prefixes[sentence]):
+                    utf8.mask(sequences[row], log_probs[row], step + 1 == caps[sentence])
         step_reward: _SparseReward | None = None
         if use_reward and rewards is not None:
             held: list[Held | None] | None = None

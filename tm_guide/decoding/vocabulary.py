@@ -32,3 +32,11 @@ class TargetVocabulary:
     @property
     def end_id(self) -> int:
         return self._end_id
+
+    @property
+    def byte_ids(self) -> list[int]:
+        """The id of each byte-fallback piece (<0x00>..<0xFF>), -1 where there is none: what the
+        search keeps in valid UTF-8 order (tm_guide.decoding.utf8)."""
+        from tm_guide.decoding.utf8 import byte_ids
+
+        return byte_ids(self.target_index)

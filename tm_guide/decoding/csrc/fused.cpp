@@ -122,7 +122,8 @@ PYBIND11_MODULE(_fused, m) {
       .def_readwrite("vocab", &SearchConfig::vocab)
       .def_readwrite("start_id", &SearchConfig::start_id)
       .def_readwrite("end_id", &SearchConfig::end_id)
-      .def_readwrite("threads", &SearchConfig::threads);
+      .def_readwrite("threads", &SearchConfig::threads)
+      .def_readwrite("id_of_byte", &SearchConfig::id_of_byte);
 
   py::class_<RewardTable, std::shared_ptr<RewardTable>>(m, "RewardTable")
       .def(py::init<const std::vector<std::pair<std::vector<int>, double>>&, int, int,

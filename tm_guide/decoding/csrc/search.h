@@ -10,6 +10,7 @@
 #include "model.h"
 #include "rewards.h"
 #include "template.h"
+#include "utf8.h"
 
 namespace tm_guide_fused {
 
@@ -25,6 +26,8 @@ struct SearchConfig {
   int start_id = 0;
   int end_id = 0;
   int threads = 1;  // the decoder's threads for one batch (products, attention rows)
+  // the id of each byte-fallback piece <0x00>..<0xFF>, -1 where there is none (utf8.h)
+  std::vector<int> id_of_byte;
 };
 
 struct Closed {
@@ -114,6 +117,7 @@ inline std::vector<std::vector<Closed>> run_search(
   std::vector<std::vector<Closed>> closed(batch);
   std::vector<char> top_closed(batch, 0);
   std::vector<Place> places(use_templates ? batch : 0);  // each row's template state
+  const Utf8Rule utf8(cfg.id_of_byte, vocab);
 
   // per row: (token, lambda * reward as float32) of this step
   std::vector<std::vector<std::pair<int, float>>> step_rewards;
@@ -132,6 +136,14 @@ inline std::vector<std::vector<Closed>> run_search(
         const Template* t = templates[sentence];
         if (t && step >= static_cast<int>(prefixes[sentence].size()))
           t->mask(places[r], log_probs + static_cast<size_t>(r) * vocab, vocab, cfg.end_id);
+      }
+    }
+    if (utf8.active()) {  // byte pieces only in valid UTF-8 order (utf8.h)
+      for (int r = 0; r < rows; ++r) {
+        const int sentence = row_sentences[r];
+        if (step >= static_cast<int>(prefixes[sentence].size()))
+          utf8.mask(sequences[r], log_probs + static_cast<size_t>(r) * vocab, vocab,
+                    step + 1 == caps[sentence]);
       }
     }
     step_rewards.assign(use_reward ? rows : 0, {});
