@@ -4,6 +4,8 @@ and nothing is closed half-way through a character."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -82,3 +84,49 @@ def test_both_searches_keep_declared_bytes_valid_and_agree(tiny_bundle, sentence
         for hypothesis in ours:
             assert _valid(list(hypothesis.token_ids), PretendBytes.declared)
     assert reference[0][0].token_ids[:2] != (first, second)  # the model's choice was refused
+
+
+def test_an_invalid_output_of_ctranslate2s_own_search_is_searched_again(
+    tiny_bundle, sentences
+) -> None:
+    """A sentence without TM pieces goes to CTranslate2's own search, which takes no per-step
+    rule: where its output is not valid UTF-8, the engine's own search redoes it at lambda 0
+    under the rule, and that is what the sentence gets."""
+    from tm_guide.decoding.guided import GuidedTranslator, TranslateOptions
+
+    plain = CT2StepDecoder(tiny_bundle.translator, tiny_bundle.vocabularies.target)
+    inputs = [tiny_bundle.source_input(tiny_bundle.encode_source(s)) for s in sentences[:1]]
+    options = SearchOptions(beam_size=4, max_length=MAX_LENGTH, lam=0)
+    first, second = python_beam_search(plain, inputs, options)[0][0].token_ids[:2]
+    spare = next(
+        t for t in range(plain.vocab_size) if t not in (first, second, plain.end_id, 0, 1, 2)
+    )
+    declared = {first: 0xC3, second: 0x41, spare: 0xA9}
+
+    class Declared(PretendBytes):
+        pass
+
+    Declared.declared = declared
+    ids = [-1] * 256
+    for token, byte in declared.items():
+        ids[byte] = token
+
+    class DeclaredTranslator(GuidedTranslator):
+        def utf8_rule(self) -> Utf8Rule | None:
+            return Utf8Rule(ids, plain.vocab_size)
+
+        def step_decoder(self, engine, options):  # type: ignore[no-untyped-def]
+            return Declared(tiny_bundle.translator, tiny_bundle.vocabularies.target)
+
+    translator = DeclaredTranslator(tiny_bundle)
+    translate = TranslateOptions(search=SearchOptions(beam_size=4, max_length=MAX_LENGTH))
+    (result,) = translator.translate(sentences[:1], translate)
+    assert not result.guided  # no pieces: CTranslate2's own search, then the redo
+    expected = python_beam_search(
+        Declared(tiny_bundle.translator, tiny_bundle.vocabularies.target),
+        inputs,
+        replace(translate.search, lam=0.0),
+    )[0][0]
+    produced = [translator.token_to_id[t] for t in result.tokens]
+    assert produced == [t for t in expected.token_ids if t != plain.end_id]
+    assert _valid(produced, declared) and produced[:2] != [first, second]

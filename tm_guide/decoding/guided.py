@@ -29,6 +29,7 @@ from tm_guide.decoding.search import (
     native_beam_search,
 )
 from tm_guide.decoding.template import TargetTemplate
+from tm_guide.decoding.utf8 import Utf8Rule, byte_ids
 from tm_guide.errors import InvalidInput, ModelError
 from tm_guide.pieces.builder import PieceOptions
 
@@ -384,6 +385,7 @@ class GuidedTranslator:
             native = self.native_search(
                 inputs, _capped(search, options, inputs, len(prefix)), prefix
             )
+            native = self._valid_utf8(native, inputs, search, options, engine, prefix_ids)
             share = (clock() - started) / len(batch)
             for i, top in zip(batch, native, strict=True):
                 unguided[i] = top
@@ -472,6 +474,39 @@ class GuidedTranslator:
             return self.bundle.decode_target(tokens), None
         own = [surfaces[template.positions[k]] if k is not None else None for k in which]
         return self.bundle.render_target(tokens, own)
+
+    def utf8_rule(self) -> Utf8Rule | None:
+        """The byte-piece rule of this model's vocabulary (None without byte fallback)."""
+        return Utf8Rule.for_vocabulary(byte_ids(self.token_to_id), len(self.token_to_id))
+
+    def _valid_utf8(
+        self,
+        found: list[Hypothesis],
+        inputs: Sequence[Sequence[str]],
+        search: SearchOptions,
+        options: TranslateOptions,
+        engine: str,
+        prefix_ids: Sequence[int],
+    ) -> list[Hypothesis]:
+        """CTranslate2's outputs, each one whose byte pieces are not valid UTF-8 searched again
+        by the engine's own search at lambda 0, which keeps them valid (tm_guide.decoding.utf8)."""
+        rule = self.utf8_rule()
+        broken = [k for k, hyp in enumerate(found) if rule and not rule.valid(hyp.token_ids)]
+        if not broken:
+            return found
+        redo_inputs = [inputs[k] for k in broken]
+        again = beam_search(
+            self.step_decoder("ct2" if engine == "rerank" else engine, options),
+            redo_inputs,
+            replace(search, lam=0.0),
+            None,
+            max_lengths=_output_caps(search, options, redo_inputs, len(prefix_ids)),
+            prefixes=[list(prefix_ids)] * len(broken),
+        )
+        fixed = list(found)
+        for k, best in zip(broken, again, strict=True):
+            fixed[k] = best[0]
+        return fixed
 
     def native_search(
         self,

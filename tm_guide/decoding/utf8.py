@@ -12,7 +12,9 @@ could not be finished.
 
 The state of a hypothesis is read off its last pieces, so the search keeps nothing beside its
 sequences. search.py applies the rule and the compiled search (csrc/search.h) applies the same
-rule to the same rows.
+rule to the same rows. CTranslate2's own search (sentences without TM pieces, the unguided
+alternative) takes no per-step rule: an output of it that is not valid (`valid`) is searched
+again by the engine's own search at lambda 0, under the rule (GuidedTranslator.search).
 """
 
 from __future__ import annotations
@@ -70,6 +72,16 @@ class Utf8Rule:
         if ids is None or not any(0 <= token < vocab_size for token in ids):
             return None
         return cls(ids, vocab_size)
+
+    def valid(self, token_ids: Sequence[int]) -> bool:
+        """Whether the byte pieces of `token_ids` form valid UTF-8 (another piece counts as a
+        character of its own, which a pending lead byte does not admit either)."""
+        data = bytes(int(b) if b >= 0 else 0x61 for b in self.byte_of_id[list(token_ids)])
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+        return True
 
     def pending(self, sequence: Sequence[int]) -> tuple[int, int, int]:
         """(continuation bytes still owed, lowest and highest byte allowed next) at the end
