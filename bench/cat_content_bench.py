@@ -29,22 +29,17 @@ Example (the PyPI Weblate wheel is fetched once, as the tests fetch it):
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import re
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 
-import polib
-import requests
+from local_server import REPO, LocalServer, catalogue_pairs
 
-REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "server"))
 
 KINDS = {
@@ -54,19 +49,6 @@ KINDS = {
     "markup": re.compile(r"</?[A-Za-z][^<>]*>"),
 }
 NON_TRANSLATABLE = re.compile("|".join(p.pattern for p in KINDS.values()))
-
-
-def msgids(catalogues: list[Path]) -> list[tuple[str, str]]:
-    pairs = []
-    for path in catalogues:
-        try:
-            catalogue = polib.mofile(str(path))
-        except (OSError, ValueError):
-            continue
-        for entry in catalogue:
-            if entry.msgid and entry.msgstr and not entry.msgid_plural and len(entry.msgid) < 2000:
-                pairs.append((entry.msgid, entry.msgstr))
-    return pairs
 
 
 def pick(pairs: list[tuple[str, str]], per_kind: int, seed: int) -> dict[str, list]:
@@ -103,49 +85,6 @@ def edges(text: str) -> tuple[str, str]:
     return text[: len(text) - len(text.lstrip())], text[len(text.rstrip()) :]
 
 
-def serve(work: Path) -> tuple[subprocess.Popen, str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TM_GUIDE_")}
-    env.update(
-        TM_GUIDE_DB=f"sqlite:///{work / 'tm.sqlite'}",
-        TM_GUIDE_INDEX_DIR=str(work / "index"),
-        TM_GUIDE_JOBS_DIR=str(work / "jobs"),
-        PYTHONPATH=str(REPO),
-    )
-    tm_guide = [sys.executable, "-m", "tm_guide"]
-    key = subprocess.run(
-        [*tm_guide, "keys", "create", "bench", "--scope", "*:write"],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()[-1]
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    log = open(work / "server.log", "wb")  # noqa: SIM115 (closed with the process)
-    process = subprocess.Popen(
-        [*tm_guide, "serve", "--host", "127.0.0.1", "--port", str(port), "--threads", "8"],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            if requests.get(base + "/ready", timeout=60).status_code == 200:
-                break
-        except requests.ConnectionError:
-            time.sleep(0.3)
-    requests.post(
-        base + "/v1/memories",
-        json={"name": "bench", "source_lang": "en", "target_lang": "de"},
-        headers={"Authorization": f"Bearer {key}"},
-        timeout=30,
-    ).raise_for_status()
-    return process, base, key
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -161,14 +100,17 @@ def main() -> None:
     import weblate_harness
 
     weblate = weblate_harness.load(Path.home() / ".cache" / "tm-guide-tests")
-    sets = pick(msgids(args.catalogues), args.per_kind, args.seed)
+    pairs = [(s, t) for s, t in catalogue_pairs(args.catalogues) if len(s) < 2000]
+    sets = pick(pairs, args.per_kind, args.seed)
     print(
         f"{len(args.catalogues)} catalogues; markup set {len(sets['markup'])} msgids "
         f"({', '.join(f'{k} {n}' for k, n in sets['kinds'].items())}), "
         f"multiline set {len(sets['multiline'])} msgids (3+ lines)\n"
     )
     with tempfile.TemporaryDirectory() as tmp:
-        process, base, key = serve(Path(tmp))
+        server = LocalServer(Path(tmp))
+        server.create_memory("bench")
+        base, key = server.base, server.key
         try:
             rows = []
             for name, path in (
@@ -206,8 +148,7 @@ def main() -> None:
                     )
                 )
         finally:
-            process.terminate()
-            process.wait()
+            server.stop()
     print("| class | kept (markup) | lines (multiline) | edges (all) | len median | U+FFFD | s |")
     print("|---|---|---|---|---|---|---|")
     for name, k, lines, edge, length, fffd, seconds in rows:

@@ -22,87 +22,20 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import socket
 import statistics
-import subprocess
-import sys
 import tempfile
 import threading
 import time
 from collections import Counter
 from pathlib import Path
 
-import polib
 import requests
+from local_server import LocalServer, catalogue_pairs
 
-REPO = Path(__file__).resolve().parents[1]
 LEVELS = ("beam", "greedy", "unguided", "tm-only")  # tm_guide.server.batching.DEGRADED_LEVELS
 
 
-def pairs(catalogue: Path) -> list[tuple[str, str]]:
-    entries = polib.mofile(str(catalogue))
-    return [
-        (e.msgid, e.msgstr)
-        for e in entries
-        if e.msgid and e.msgstr and not e.msgid_plural and 10 <= len(e.msgid) <= 300
-    ]
-
-
-class Server:
-    def __init__(self, work: Path, env_extra: dict[str, str], tm: list[tuple[str, str]]) -> None:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("TM_GUIDE_")}
-        env.update(
-            TM_GUIDE_DB=f"sqlite:///{work / 'tm.sqlite'}",
-            TM_GUIDE_INDEX_DIR=str(work / "index"),
-            TM_GUIDE_JOBS_DIR=str(work / "jobs"),
-            PYTHONPATH=str(REPO),
-            **env_extra,
-        )
-        command = [sys.executable, "-m", "tm_guide"]
-        self.key = subprocess.run(
-            [*command, "keys", "create", "bench", "--scope", "*:write"],
-            env=env,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.split()[-1]
-        if tm:
-            tsv = work / "tm.tsv"
-            one_line = [(s, t) for s, t in tm if not any(c in s + t for c in "\t\r\n")]
-            tsv.write_text("".join(f"{s}\t{t}\n" for s, t in one_line), encoding="utf-8")
-            subprocess.run(
-                [*command, "import", "bench", str(tsv), "-q", "--create", "en", "de"],
-                env=env,
-                check=True,
-                capture_output=True,
-            )
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
-        self.log = open(work / "server.log", "wb")  # noqa: SIM115 (closed in stop)
-        self.process = subprocess.Popen(
-            [*command, "serve", "--host", "127.0.0.1", "--port", str(port), "--threads", "40"],
-            env=env,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-        )
-        self.base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            try:
-                if requests.get(self.base + "/ready", timeout=60).status_code == 200:
-                    return
-            except requests.ConnectionError:
-                time.sleep(0.3)
-        raise RuntimeError("server did not start")
-
-    def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait()
-        self.log.close()
-
-
-def burst(server: Server, batches: list[list[str]]) -> list[tuple[float, str]]:
+def burst(server: LocalServer, batches: list[list[str]]) -> list[tuple[float, str]]:
     """All batches at once; (seconds, degraded level) of each."""
     results: list[tuple[float, str]] = [(0.0, "")] * len(batches)
     start = threading.Barrier(len(batches))
@@ -162,7 +95,7 @@ def main() -> None:
         variants[name] = dict(a.split("=", 1) for a in assignments.split(",") if a)
     variants["none"] = {"TM_GUIDE_DEEPL_DEADLINE_MS": "0"}
 
-    all_pairs = pairs(args.catalogue)
+    all_pairs = [(s, t) for s, t in catalogue_pairs([args.catalogue]) if 10 <= len(s) <= 300]
     rng = random.Random(args.seed)
     rng.shuffle(all_pairs)
     wanted = args.clients * args.batch
@@ -175,11 +108,12 @@ def main() -> None:
     seen: dict[str, list[tuple[float, str]]] = {name: [] for name in variants}
     with tempfile.TemporaryDirectory() as tmp:
         servers = {
-            name: Server(Path(tmp) / name, extra, tm)
+            name: LocalServer(Path(tmp) / name, extra, threads=40)
             for name, extra in variants.items()
-            if (Path(tmp) / name).mkdir() is None
         }
         try:
+            for server in servers.values():
+                server.import_pairs("bench", tm)
             for server in servers.values():  # warm-up: load the model, measure a first speed
                 burst(server, [queries[: args.batch]])
             for round_ in range(args.rounds):

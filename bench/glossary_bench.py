@@ -28,29 +28,15 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-import polib
 import requests
 import sacrebleu
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench"))
 
-from deadline_bench import Server  # noqa: E402  (the bench's server, started the same way)
+from local_server import LocalServer, catalogue_pairs  # noqa: E402
 
 from tm_guide.text.glossary import Glossary, applied  # noqa: E402
-
-
-def catalogue_pairs(paths: list[Path]) -> list[tuple[str, str]]:
-    pairs = []
-    for path in paths:
-        try:
-            entries = polib.mofile(str(path))
-        except (OSError, ValueError):
-            continue
-        pairs.extend(
-            (e.msgid, e.msgstr) for e in entries if e.msgid and e.msgstr and not e.msgid_plural
-        )
-    return pairs
 
 
 def build(
@@ -84,7 +70,7 @@ def build(
     return chosen, tests[:sentences]
 
 
-def translate(server: Server, source: str, glossaries: list[str]) -> str:
+def translate(server: LocalServer, source: str, glossaries: list[str]) -> str:
     body = {"source": source, "memories": ["tm"], "glossaries": glossaries}
     reply = requests.post(
         server.base + "/v1/suggest",
@@ -119,17 +105,11 @@ def main() -> None:
     )
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
-        server = Server(work, {}, [])
+        server = LocalServer(Path(tmp), threads=40)
         try:
             headers = {"Authorization": f"Bearer {server.key}"}
             for name in ("tm", "terms"):
-                requests.post(
-                    server.base + "/v1/memories",
-                    json={"name": name, "source_lang": "en", "target_lang": "de"},
-                    headers=headers,
-                    timeout=30,
-                ).raise_for_status()
+                server.create_memory(name)
             for source, target in chosen.items():
                 requests.post(
                     server.base + "/v1/memories/terms/segments",

@@ -22,11 +22,8 @@ all should). Example:
 from __future__ import annotations
 
 import argparse
-import os
 import random
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,8 +33,8 @@ from pathlib import Path
 from urllib.parse import quote
 
 import requests
+from local_server import LocalServer, catalogue_pairs
 
-REPO = Path(__file__).resolve().parents[1]
 DEFAULT_CATALOGUE = Path("/usr/share/locale/de/LC_MESSAGES/apt.mo")
 PROTOCOL_TRANSLATIONS = ("libre", "modernmt", "deepl")  # compared with v1's text
 
@@ -57,66 +54,6 @@ class Timings:
             f"| {name} | {len(self.ms)} | {p50:.1f} | {p95:.1f} | "
             f"{statistics.fmean(self.ms):.1f} | {ratio} | {agree} | {self.errors} |"
         )
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def cli(env: dict[str, str], *args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "tm_guide", *args], env=env, capture_output=True, text=True
-    )
-    if done.returncode:
-        raise SystemExit(f"tm-guide {' '.join(args)} failed:\n{done.stderr}")
-    return done.stdout
-
-
-def catalogue_pairs(path: Path) -> list[tuple[str, str]]:
-    """Singular, translated, non-fuzzy pairs of a PO or MO catalogue."""
-    import polib
-
-    catalogue = polib.mofile(str(path)) if path.suffix == ".mo" else polib.pofile(str(path))
-    return [
-        (e.msgid, e.msgstr)
-        for e in catalogue
-        if e.msgid and e.msgstr and not e.msgid_plural and "fuzzy" not in e.flags
-    ]
-
-
-def start(work: Path, model: str | None) -> tuple[subprocess.Popen[bytes], str, dict[str, str]]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TM_GUIDE_")}
-    env.update(
-        TM_GUIDE_DB=f"sqlite:///{work / 'tm.sqlite'}",
-        TM_GUIDE_INDEX_DIR=str(work / "index"),
-        TM_GUIDE_JOBS_DIR=str(work / "jobs"),
-        PYTHONPATH=str(REPO),
-    )
-    if model:
-        env["TM_GUIDE_MODEL"] = model
-    port = free_port()
-    log = open(work / "server.log", "wb")  # noqa: SIM115 - open while the server runs
-    server = subprocess.Popen(
-        [sys.executable, "-m", "tm_guide", "serve", "--port", str(port), "--threads", "4"],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        try:
-            if requests.get(base + "/ready", timeout=60).status_code == 200:
-                return server, base, env
-        except requests.ConnectionError:
-            pass
-        if server.poll() is not None:
-            break
-        time.sleep(0.5)
-    server.kill()
-    raise SystemExit(f"the server did not become ready; see {work / 'server.log'}")
 
 
 def calls(base: str, token: str) -> dict[str, Callable[[str], str]]:
@@ -200,26 +137,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", help="model bundle (default: the bundled demo model)")
     args = parser.parse_args(argv)
 
-    pairs = catalogue_pairs(args.catalogue)
+    pairs = catalogue_pairs([args.catalogue])
     random.Random(args.seed).shuffle(pairs)
     held_out, tm = pairs[: args.queries], pairs[args.queries :]
     with tempfile.TemporaryDirectory(prefix="protocols-bench-") as tmp:
-        work = Path(tmp)
-        server, base, env = start(work, args.model)
+        server = LocalServer(Path(tmp), model=args.model, threads=4)
         try:
-            tsv = work / "tm.tsv"
-            tsv.write_text(
-                "".join(f"{s}\t{t}\n" for s, t in tm if "\t" not in s + t and "\n" not in s + t),
-                encoding="utf-8",
-            )
-            cli(env, "memory", "create", "bench", "en", "de")
-            cli(env, "import", "bench", str(tsv))
-            token = cli(env, "keys", "create", "bench", "--scope", "bench:read").split()[-1]
-            calls(base, token)["v1"]("warm up")
-            results = measure(base, token, [s for s, _ in held_out])
+            server.import_pairs("bench", tm)
+            token = server.cli("keys", "create", "bench", "--scope", "bench:read").split()[-1]
+            calls(server.base, token)["v1"]("warm up")
+            results = measure(server.base, token, [s for s, _ in held_out])
         finally:
-            server.terminate()
-            server.wait(timeout=60)
+            server.stop()
     print(f"{args.catalogue.name}: TM {len(tm)} pairs, {len(held_out)} held-out queries\n")
     print("| call | n | p50 ms | p95 ms | mean ms | p50 / baseline | same text as v1 | errors |")
     print("|---|---|---|---|---|---|---|---|")
