@@ -57,6 +57,14 @@ def test_a_translation_without_spaces_still_keeps_every_line() -> None:
     assert layout.join(["一二三"]).count("\n") == 2
 
 
+def test_a_translation_with_fewer_spaces_than_breaks_repeats_nothing() -> None:
+    """Breaks with no space left go at the end, and no later break goes back to a space an
+    earlier one took (which wrote the text after it twice)."""
+    layout = layout_of("one two\nthree four\nfive six\nseven eight.", "en")
+    assert len(layout.units) == 1
+    assert layout.join(["eins zwei"]) == "eins\nzwei\n\n"
+
+
 def test_nothing_to_translate() -> None:
     for text in ("", "---", "\n\n", "  \t ", "* * *\n"):
         layout = layout_of(text, "en")

@@ -177,10 +177,15 @@ def _wrap(text: str, breaks: Sequence[str], at: Sequence[float]) -> str:
     of the length (after the previous break); with no space left, a break goes at the end."""
     spaces = [m.start() for m in re.finditer(r" ", text)]
     chosen: list[int] = []
+    last = -1  # the space the previous break took; every break takes one after it
     for fraction in at:
         target = fraction * len(text)
-        candidates = [s for s in spaces if not chosen or s > chosen[-1]]
-        chosen.append(min(candidates, key=lambda s: abs(s - target)) if candidates else -1)
+        candidates = [s for s in spaces if s > last]
+        if candidates:
+            last = min(candidates, key=lambda s: abs(s - target))
+            chosen.append(last)
+        else:
+            chosen.append(-1)
     out, previous = [], 0
     for position, brk in zip(chosen, breaks, strict=True):
         if position < 0:
