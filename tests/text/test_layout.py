@@ -91,3 +91,19 @@ def test_any_translations_keep_the_line_breaks(text: str, translation: str) -> N
     layout = layout_of(text, "en")
     target = layout.join([translation] * len(layout.units))
     assert target.count("\n") == text.count("\n") and target.count("\r") == text.count("\r")
+
+
+@settings(max_examples=200, deadline=None)
+@given(TEXT)
+def test_join_at_says_where_each_translation_starts(text: str) -> None:
+    layout = layout_of(text, "en")
+    marks = [f"<T{i}>" for i in range(len(layout.units))]
+    joined, starts = layout.join_at(marks)
+    assert joined == layout.join(marks)
+    assert [joined[s : s + len(m)] for s, m in zip(starts, marks, strict=True)] == marks
+
+
+def test_join_at_counts_a_longer_line_break_before_a_sentence() -> None:
+    layout = layout_of("first part of it\r\nand the rest. Then more.", "en")
+    joined, starts = layout.join_at(["eins zwei drei", "vier."])
+    assert joined == "eins zwei\r\ndrei vier." and joined[starts[1] :] == "vier."

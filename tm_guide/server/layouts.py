@@ -20,20 +20,19 @@ def joined_translation(layout: Layout, units: Sequence[dict[str, Any]]) -> dict[
     if layout.plain:
         return {**units[0], "sentences": 1}
     texts = [unit["text"] for unit in units]
-    starts = _unit_starts(layout, texts)
-    pieces = []
-    for unit, start in zip(units, starts, strict=True):
-        for piece in unit["pieces_used"]:
-            span = piece["span"]
-            moved = [span[0] + start, span[1] + start] if span is not None else None
-            pieces.append({**piece, "span": moved})
+    text, starts = layout.join_at(texts)
+    pieces = [
+        piece
+        for unit, start in zip(units, starts, strict=True)
+        for piece in moved_pieces(unit["pieces_used"], start)
+    ]
     unguided = [unit["unguided"] for unit in units]
     repaired = [unit["repaired"] for unit in units if unit["repaired"] is not None]
     similarities = [
         unit["best_match_similarity"] for unit in units if unit["best_match_similarity"] is not None
     ]
     return {
-        "text": layout.join(texts),
+        "text": text,
         "unguided": layout.join(unguided) if all(u is not None for u in unguided) else None,
         "guided": any(unit["guided"] for unit in units),
         "engine": units[0]["engine"] if units else None,
@@ -45,6 +44,17 @@ def joined_translation(layout: Layout, units: Sequence[dict[str, Any]]) -> dict[
         "glossary": [term for unit in units for term in unit.get("glossary", [])],
         "sentences": len(units),
     }
+
+
+def moved_pieces(pieces: Sequence[dict[str, Any]], offset: int) -> list[dict[str, Any]]:
+    """The pieces with their character spans `offset` further on (a sentence's translation
+    placed in a longer text)."""
+    return [
+        {**piece, "span": [piece["span"][0] + offset, piece["span"][1] + offset]}
+        if piece["span"] is not None
+        else piece
+        for piece in pieces
+    ]
 
 
 def verbatim_translation(text: str) -> dict[str, Any]:
@@ -63,14 +73,3 @@ def verbatim_translation(text: str) -> dict[str, Any]:
         "glossary": [],
         "sentences": 0,
     }
-
-
-def _unit_starts(layout: Layout, texts: Sequence[str]) -> list[int]:
-    """Where each unit's translation starts in layout.join(texts), found by joining with
-    markers: the layout may rewrap a paragraph, which moves what follows a break."""
-    starts = []
-    for i in range(len(texts)):
-        marked = list(texts)
-        marked[i] = "\x00" + texts[i]
-        starts.append(layout.join(marked).index("\x00"))
-    return starts

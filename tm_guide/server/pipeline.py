@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tm_guide.matching import exact_match, match_percentage
-from tm_guide.server.layouts import joined_translation, verbatim_translation
+from tm_guide.server.layouts import joined_translation, moved_pieces, verbatim_translation
 from tm_guide.server.sentences import SentenceDecoder, summed, worst_level
 from tm_guide.text import Layout, layout_of
 from tm_guide.text.placeholders import Masked, enclosed, kept, mask, protected, runs_layout
@@ -181,18 +181,12 @@ def _enclosed(record: dict[str, Any], lead: str, trail: str) -> dict[str, Any]:
     """The record of a sentence's text with the tags that enclosed it put back around it."""
     if not lead and not trail:
         return record
-    pieces = []
-    for piece in record["pieces_used"]:
-        span = piece["span"]
-        pieces.append(
-            {**piece, "span": [span[0] + len(lead), span[1] + len(lead)] if span else None}
-        )
     unguided = record["unguided"]
     return {
         **record,
         "text": lead + record["text"] + trail,
         "unguided": lead + unguided + trail if unguided is not None else None,
-        "pieces_used": pieces,
+        "pieces_used": moved_pieces(record["pieces_used"], len(lead)),
         "non_translatables": record.get("non_translatables") or "model",
     }
 

@@ -47,9 +47,24 @@ class Paragraph:
     breaks: tuple[str, ...] = ()
     at: tuple[float, ...] = ()
 
-    def join(self, translations: Iterator[str]) -> str:
-        text = "".join(next(translations) if part is None else part for part in self.parts)
-        return _wrap(text, self.breaks, self.at) if self.breaks else text
+    def join_at(self, translations: Iterator[str]) -> tuple[str, list[int]]:
+        """The paragraph's text with the next translations in its slots, and where each
+        starts in it."""
+        pieces: list[str] = []
+        starts: list[int] = []
+        length = 0
+        for part in self.parts:
+            piece = next(translations) if part is None else part
+            if part is None:
+                starts.append(length)
+            pieces.append(piece)
+            length += len(piece)
+        text = "".join(pieces)
+        if not self.breaks:
+            return text, starts
+        wrapped, taken = _wrap(text, self.breaks, self.at)
+        # a break written over the space at p moves what follows p by its length less one
+        return wrapped, [s + sum(len(b) - 1 for p, b in taken if p < s) for s in starts]
 
     @property
     def units(self) -> int:
@@ -71,10 +86,25 @@ class Layout:
 
     def join(self, translations: Sequence[str]) -> str:
         """The target segment: each unit's translation in its slot, the layout around them."""
+        return self.join_at(translations)[0]
+
+    def join_at(self, translations: Sequence[str]) -> tuple[str, list[int]]:
+        """`join`, and where each unit's translation starts in the target segment."""
         if len(translations) != len(self.units):
             raise ValueError(f"{len(translations)} translations for {len(self.units)} units")
         it = iter(translations)
-        return "".join(part if isinstance(part, str) else part.join(it) for part in self.parts)
+        pieces: list[str] = []
+        starts: list[int] = []
+        length = 0
+        for part in self.parts:
+            if isinstance(part, str):
+                piece = part
+            else:
+                piece, inside = part.join_at(it)
+                starts.extend(length + start for start in inside)
+            pieces.append(piece)
+            length += len(piece)
+        return "".join(pieces), starts
 
 
 def layout_of(text: str, language: str) -> Layout:
@@ -172,9 +202,12 @@ def _sentences(segment: Callable[[str], list[str]], text: str) -> list[str]:
     return found
 
 
-def _wrap(text: str, breaks: Sequence[str], at: Sequence[float]) -> str:
+def _wrap(
+    text: str, breaks: Sequence[str], at: Sequence[float]
+) -> tuple[str, list[tuple[int, str]]]:
     """`text` broken into len(breaks) + 1 lines: break i replaces the space nearest to `at[i]`
-    of the length (after the previous break); with no space left, a break goes at the end."""
+    of the length (after the previous break); with no space left, a break goes at the end. Also
+    (position, break) of each space a break replaced."""
     spaces = [m.start() for m in re.finditer(r" ", text)]
     chosen: list[int] = []
     last = -1  # the space the previous break took; every break takes one after it
@@ -196,7 +229,8 @@ def _wrap(text: str, breaks: Sequence[str], at: Sequence[float]) -> str:
             previous = position + 1
         out.append(brk)
     out.append(text[previous:])
-    return "".join(out)
+    taken = [(p, b) for p, b in zip(chosen, breaks, strict=True) if p >= 0]
+    return "".join(out), taken
 
 
 @lru_cache(maxsize=64)
