@@ -43,29 +43,28 @@ _CACHE_SIZE = 64
 
 
 def glossary_of(store: Any, memories: Sequence[Any]) -> Glossary | None:
-    """The entries of these glossary memories as one Glossary; None when there are none."""
+    """The entries of these glossary memories as one Glossary; None when there are none. One
+    memory's Glossary is the one kept for its revision; several are joined for the request."""
     if not memories:
         return None
-    entries: list[tuple[str, str]] = []
-    for memory in memories:
-        entries.extend(_entries(store, memory))
-    glossary = Glossary(entries)
+    kept = [_glossary(store, memory) for memory in memories]
+    glossary = kept[0] if len(kept) == 1 else Glossary([e for g in kept for e in g.entries])
     return glossary or None
 
 
-def _entries(store: Any, memory: Any) -> list[tuple[str, str]]:
+def _glossary(store: Any, memory: Any) -> Glossary:
     # the uuid too: a deleted memory's id (and revision) can come back with a new memory
     key = (str(memory.uuid), memory.id, memory.revision)
     with _cache_lock:
         cached = _cache.get(key)
     if cached is not None:
-        return cached.entries
+        return cached
     glossary = Glossary([(s.source, s.target) for s in store.iter_segments(memory)])
     with _cache_lock:
         if len(_cache) >= _CACHE_SIZE:
             _cache.pop(next(iter(_cache)))
         _cache[key] = glossary
-    return glossary.entries
+    return glossary
 
 
 def term_pieces(

@@ -61,10 +61,11 @@ def translate_segments(
     stage_ms: list[dict[str, float]] = [{} for _ in units]
     pieces: list[Any] = [None] * len(units)
     lost = []
+    spans = _spans(layouts)
     # the sentences of segments that are more than one sentence as it is
     inside = {
         i
-        for layout, span in zip(layouts, _spans(layouts), strict=True)
+        for layout, span in zip(layouts, spans, strict=True)
         for i in range(span.start, span.stop)
         if not _whole(layout, edges, span)
     }
@@ -91,7 +92,7 @@ def translate_segments(
     ]
 
     out = []
-    for source, layout, span in zip(sources, layouts, _spans(layouts), strict=True):
+    for source, layout, span in zip(sources, layouts, spans, strict=True):
         own = records[span]
         record = joined_translation(layout, own) if own else verbatim_translation(source)
         record["non_translatables"] = _how_kept(own)
