@@ -38,7 +38,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from local_server import REPO, LocalServer, catalogue_pairs
+from local_server import REPO, LocalServer, catalogue_pairs, installed_catalogues
 
 sys.path.insert(0, str(REPO / "tests" / "server"))
 
@@ -87,12 +87,7 @@ def edges(text: str) -> tuple[str, str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--catalogues",
-        type=Path,
-        nargs="*",
-        default=sorted(Path("/usr/share/locale/de/LC_MESSAGES").glob("*.mo")),
-    )
+    parser.add_argument("--catalogues", type=Path, nargs="*", default=installed_catalogues())
     parser.add_argument("--per-kind", type=int, default=80)
     parser.add_argument("--seed", type=int, default=13)
     args = parser.parse_args()

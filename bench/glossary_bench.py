@@ -34,7 +34,7 @@ import sacrebleu
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench"))
 
-from local_server import LocalServer, catalogue_pairs  # noqa: E402
+from local_server import LocalServer, catalogue_pairs, installed_catalogues  # noqa: E402
 
 from tm_guide.text.glossary import Glossary, applied  # noqa: E402
 
@@ -84,12 +84,7 @@ def translate(server: LocalServer, source: str, glossaries: list[str]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--catalogues",
-        type=Path,
-        nargs="*",
-        default=sorted(Path("/usr/share/locale/de/LC_MESSAGES").glob("*.mo")),
-    )
+    parser.add_argument("--catalogues", type=Path, nargs="*", default=installed_catalogues())
     parser.add_argument("--min-uses", type=int, default=3)
     parser.add_argument("--sentences", type=int, default=300)
     parser.add_argument("--seed", type=int, default=13)

@@ -22,6 +22,11 @@ import requests
 REPO = Path(__file__).resolve().parents[1]
 
 
+def installed_catalogues() -> list[Path]:
+    """The German .mo catalogues of the Debian packages installed on this machine."""
+    return sorted(Path("/usr/share/locale/de/LC_MESSAGES").glob("*.mo"))
+
+
 def catalogue_pairs(paths: Iterable[Path]) -> list[tuple[str, str]]:
     """Singular, translated, non-fuzzy (msgid, msgstr) pairs of PO or MO catalogues, in order;
     a catalogue that cannot be read is skipped."""
