@@ -26,8 +26,7 @@ sys.path.append(str(HERE.parents[1]))  # the repository root, for tm_guide (TMX 
 
 from catalogues import CleaningOptions, clean_pairs, read_mo  # noqa: E402
 from debs import download, extract, iter_members  # noqa: E402
-from doc_pairs import MANUALS, pair_manual  # noqa: E402
-from doc_pairs import PACKAGES as DOC_PACKAGES  # noqa: E402
+from doc_pairs import GUIDES, MANUALS, Manual, pair_manual  # noqa: E402
 from help_pairs import pair_pages  # noqa: E402
 from kde_docs import KDOCTOOLS_PACKAGE, entity_tables, is_docbook, is_entity_file  # noqa: E402
 from kde_docs import PACKAGES as KDE_PACKAGES  # noqa: E402
@@ -289,14 +288,22 @@ def build_help(lang: str, cache: Path, out: Path, options: SplitOptions, stats: 
     return report
 
 
-def build_docs(cache: Path, out: Path, options: SplitOptions, stats: bool) -> dict:
-    """The second domain: Debian's manuals (doc_pairs.py), split by section like the help, and
-    then with every dev and test source that the TM holds removed, so that no test sentence has
-    a verbatim match and the guided translation has to earn every point."""
-    debs = download(DOC_PACKAGES, cache / "debs")
-    roots = {p: extract(debs[p], cache / "unpacked" / p) for p in DOC_PACKAGES}
+def build_manuals(
+    manuals: tuple[Manual, ...],
+    name: str,
+    cache: Path,
+    out: Path,
+    options: SplitOptions,
+    stats: bool,
+) -> dict:
+    """A domain of Debian manuals (doc_pairs.py) into data/<name>, split by section like the
+    help, and then with every dev and test source that the TM holds removed, so that no test
+    sentence has a verbatim match and the guided translation has to earn every point."""
+    packages = sorted({package for manual in manuals for package in manual.packages})
+    debs = download(packages, cache / "debs")
+    roots = {p: extract(debs[p], cache / "unpacked" / p) for p in packages}
     sections, skipped = [], []
-    for manual in MANUALS:
+    for manual in manuals:
         found, missed = pair_manual(manual, roots)
         sections += found
         skipped += missed
@@ -304,15 +311,15 @@ def build_docs(cache: Path, out: Path, options: SplitOptions, stats: bool) -> di
     in_tm = {source for source, _ in split.tm}
     split.test = [p for p in split.test if p[0] not in in_tm]
     split.dev = [p for p in split.dev if p[0] not in in_tm]
-    folder = out / "debian-docs-en-de"
-    for name in ("tm", "dev", "test"):
-        write_tsv(folder / f"{name}.tsv", getattr(split, name))
+    folder = out / name
+    for part in ("tm", "dev", "test"):
+        write_tsv(folder / f"{part}.tsv", getattr(split, part))
     report = {
-        "domain": "Debian manuals: " + ", ".join(m.name for m in MANUALS),
+        "domain": "Debian manuals: " + ", ".join(m.name for m in manuals),
         "split_options": asdict(options),
         "sections": split.pages,
         "pages_skipped": skipped,
-        "segments": {name: len(getattr(split, name)) for name in ("tm", "dev", "test")},
+        "segments": {part: len(getattr(split, part)) for part in ("tm", "dev", "test")},
         "tmx": write_tmx_if_available(folder / "tm.tmx", split.tm, "de"),
     }
     if stats:
@@ -400,6 +407,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="also build the second domain (Debian manuals, en-de) into data/debian-docs-en-de",
     )
+    parser.add_argument(
+        "--guides",
+        action="store_true",
+        help="also build the third domain (Debian guides, en-de) into data/debian-guides-en-de",
+    )
     parser.add_argument("--no-train", action="store_true", help="skip the training corpus")
     parser.add_argument("--no-stats", action="store_true", help="skip the TM match statistics")
     parser.add_argument("--seed", type=int, default=13)
@@ -413,7 +425,12 @@ def main(argv: list[str] | None = None) -> int:
         # the manuals hold a fifth of the help's segments: three times the shares give a test set
         # of a useful size
         docs = SplitOptions(seed=args.seed, test_share=0.15, dev_share=0.075)
-        build_docs(args.cache, args.out, docs, stats=not args.no_stats)
+        build_manuals(MANUALS, "debian-docs-en-de", args.cache, args.out, docs, not args.no_stats)
+    if args.guides:  # the same shares as the manuals': the guides are of a similar size
+        guides = SplitOptions(seed=args.seed, test_share=0.15, dev_share=0.075)
+        build_manuals(
+            GUIDES, "debian-guides-en-de", args.cache, args.out, guides, not args.no_stats
+        )
     if not args.no_train:
         held_out = {
             source.lower()

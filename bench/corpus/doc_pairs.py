@@ -1,12 +1,14 @@
-"""Pair the English and German HTML of Debian manuals translated with po4a (Debian Reference,
-the Developer's Reference, the Debian FAQ) paragraph by paragraph.
+"""Pair the English and German HTML of Debian manuals translated from PO files paragraph by
+paragraph: the second domain (MANUALS: Debian Reference, the Developer's Reference, the Debian
+FAQ) and the third (GUIDES: the Debian Administrator's Handbook, the Installation Guide, the
+Securing Debian Manual, the New Maintainers' Guide, APT's guides, the Debian history).
 
-po4a writes each translated manual from the same source tree, so a page and its translation hold
-the same text blocks in the same order (paragraphs, headings, table cells, terms); a page whose
-block counts differ is skipped whole rather than risk shifted pairs. Code listings (`pre`),
-tables of contents and navigation are left out. Blocks are grouped into sections, each starting
-at a heading, and the sections are what the benchmark split shuffles, as the LibreOffice help
-split shuffles pages.
+po4a and Publican write each translated manual from the same source tree, so a page and its
+translation hold the same text blocks in the same order (paragraphs, headings, table cells,
+terms); a page whose block counts differ is skipped whole rather than risk shifted pairs. Code
+listings (`pre`), tables of contents and navigation are left out. Blocks are grouped into
+sections, each starting at a heading, and the sections are what the benchmark split shuffles, as
+the LibreOffice help split shuffles pages.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from pathlib import Path
 import lxml.html
 
 BLOCKS = "//p|//h1|//h2|//h3|//h4|//h5|//td|//th|//dt"
+# Publican (the Handbook, the Securing Debian Manual) writes paragraphs as div.para
+PUBLICAN_BLOCKS = BLOCKS + "|//div[@class='para']"
 DROPPED = (
     "//pre|//script|//style|//div[contains(@class,'toc')]|//div[contains(@class,'navheader')]"
     "|//div[contains(@class,'navfooter')]|//div[@role='navigation']|//div[@role='search']"
@@ -44,6 +48,7 @@ class Manual:
     packages: tuple[str, str]  # English, German
     english: str  # glob under the English package's root
     german: str  # the German page for an English page name: "{stem}" is filled in
+    block_path: str = BLOCKS  # the XPath of the text blocks paired
 
     def pages(self, roots: dict[str, Path]) -> list[tuple[Path, Path]]:
         found = []
@@ -77,14 +82,66 @@ MANUALS = (
 )
 PACKAGES = [package for manual in MANUALS for package in manual.packages]
 
+_HANDBOOK = "usr/share/doc/debian-handbook/html/"
+_INSTALL = "usr/share/doc/installation-guide-amd64/"
+_HARDEN = "usr/share/doc/harden-doc/html/"
+_APT = "usr/share/doc/apt-doc/"
+GUIDES = (
+    Manual(
+        "debian-handbook",
+        ("debian-handbook", "debian-handbook"),
+        _HANDBOOK + "en-US/*.html",
+        _HANDBOOK + "de-DE/{stem}.html",
+        PUBLICAN_BLOCKS,
+    ),
+    Manual(
+        "installation-guide",
+        ("installation-guide-amd64", "installation-guide-amd64"),
+        _INSTALL + "en/*.html",
+        _INSTALL + "de/{stem}.html",
+    ),
+    Manual(
+        "harden-doc",
+        ("harden-doc", "harden-doc"),
+        _HARDEN + "en-US/*.html",
+        _HARDEN + "de-DE/{stem}.html",
+        PUBLICAN_BLOCKS,
+    ),
+    Manual(
+        "maint-guide",
+        ("maint-guide", "maint-guide-de"),
+        "usr/share/doc/maint-guide/html/*.en.html",
+        "usr/share/doc/maint-guide-de/html/{stem}.de.html",
+    ),
+    Manual(
+        "apt-guide",
+        ("apt-doc", "apt-doc"),
+        _APT + "guide.html/*.html",
+        _APT + "guide.de.html/{stem}.html",
+    ),
+    Manual(
+        "apt-offline",
+        ("apt-doc", "apt-doc"),
+        _APT + "offline.html/*.html",
+        _APT + "offline.de.html/{stem}.html",
+    ),
+    Manual(
+        "debian-history",
+        ("debian-history", "debian-history"),
+        "usr/share/doc/debian-history/docs/*.en.html",
+        "usr/share/doc/debian-history/docs/{stem}.de.html",
+    ),
+)
+GUIDE_PACKAGES = sorted({package for manual in GUIDES for package in manual.packages})
 
-def blocks(path: Path) -> list[tuple[bool, str]]:
+
+def blocks(path: Path, block_path: str = BLOCKS) -> list[tuple[bool, str]]:
     """(is a heading, visible text) of each text block of a page, in document order."""
     root = lxml.html.parse(str(path), parser=UTF8).getroot()
     for dropped in root.xpath(DROPPED):
         dropped.drop_tree()
     found = []
-    for element in root.xpath(BLOCKS):
+    for element in root.xpath(block_path):
         text = " ".join(element.text_content().split())
         if text:
             found.append((bool(HEADING.match(element.tag)), text))
@@ -106,7 +163,7 @@ def pair_manual(manual: Manual, roots: dict[str, Path]) -> tuple[list[PagePair],
     sections: list[PagePair] = []
     skipped = []
     for english, german in manual.pages(roots):
-        en, de = blocks(english), blocks(german)
+        en, de = blocks(english, manual.block_path), blocks(german, manual.block_path)
         if len(en) != len(de) or any(a[0] != b[0] for a, b in zip(en, de, strict=True)):
             skipped.append(f"{manual.name}/{english.name}")
             continue
