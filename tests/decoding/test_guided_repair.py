@@ -12,9 +12,10 @@ from tm_guide.decoding.guided import EngineOptions, GuidedTranslator, TranslateO
 from tm_guide.decoding.search import SearchOptions
 from tm_guide.model import Bundle
 from tm_guide.pieces import PieceOptions
+from tm_guide.pieces.choice import ChoiceOptions
 from tm_guide.pieces.repair import RepairOptions
 
-from .helpers import aligned_memory
+from .helpers import aligned_memory, teacher_forced
 
 TM = [
     (
@@ -110,3 +111,45 @@ def test_lambda_zero_is_native_search_even_with_a_template(store_and_memory, dem
     [repaired] = translator.translate([sentence], options)
     assert repaired.repaired_segment is not None
     assert repaired.translation.startswith("Löscht die ausgewählte")
+
+
+@pytest.mark.parametrize("engine", ["fused", "ct2"])
+def test_a_close_match_gives_four_candidates_scored_by_the_model(store_and_memory, demo, engine):  # type: ignore[no-untyped-def]
+    """The match as it is (scored by forced decoding of its target: what the model gives each
+    of its tokens), the repaired match, the guided and the unguided translation; the biases
+    decide which is served, and the result says so."""
+    if engine == "fused" and not compiled.available():
+        pytest.skip("the fused engine was not built (no C++ compiler)")
+    store, memory = store_and_memory
+    translator = GuidedTranslator(demo, store)
+    sentence = "Copies the selected object to the clipboard."
+    options = replace(
+        _options(memory, engine, 0.5), return_unguided=False, choice=ChoiceOptions(0.5)
+    )
+    (plain,) = translator.translate([sentence], replace(options, choice=ChoiceOptions()))
+    assert plain.choice is None
+    (result,) = translator.translate([sentence], options)
+    choice = result.choice
+    assert choice is not None
+    candidates = {c.kind: c for c in choice.candidates}
+    assert set(candidates) == {"match", "repaired", "guided", "unguided"}
+    assert candidates["match"].text == TM[0][1]
+    assert candidates["repaired"].text == plain.translation
+    # the match's score is the model's own, teacher-forced: mean log-prob over its tokens
+    decoder = translator.step_decoder(engine, options)
+    target = [translator.token_to_id[t] for t in demo.encode_target(TM[0][1])]
+    source = demo.source_input(demo.encode_source(sentence))
+    forced = teacher_forced(decoder, source, target)
+    assert candidates["match"].score == pytest.approx(forced.sum() / len(forced), abs=1e-3)
+    # biases 0: the best score is served, which the beam search's own output always has
+    assert choice.chosen.kind == "unguided"
+    assert result.translation == candidates["unguided"].text and not result.guided
+    assert result.repaired_segment is None
+    # a bias on the match that outweighs every difference serves the match verbatim
+    trusted = replace(options, choice=ChoiceOptions(0.5, match=100.0))
+    (served,) = translator.translate([sentence], trusted)
+    assert served.choice is not None and served.choice.chosen.kind == "match"
+    assert served.translation == TM[0][1]
+    # below the threshold nothing is compared
+    (far,) = translator.translate([sentence], replace(options, choice=ChoiceOptions(0.95)))
+    assert far.choice is None and far.translation == plain.translation

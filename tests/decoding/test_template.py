@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -12,6 +15,7 @@ from tm_guide.decoding.search import SearchOptions, _finalize, beam_search, pyth
 from tm_guide.decoding.template import START, TargetTemplate
 from tm_guide.errors import InvalidInput
 from tm_guide.model import Bundle
+from tm_guide.pieces.repair import continuation_mask
 
 from .helpers import model_inputs, rewards_for, teacher_forced
 
@@ -43,6 +47,25 @@ def test_a_template_allows_its_next_token_and_free_tokens_while_the_gap_lasts():
     assert np.isfinite(row).tolist() == [i == END for i in range(10)]
     assert template.follow([5, 7, 8, 6, 9]) == [0, None, None, 1, None]
     assert template.longest == 5
+
+
+def test_a_word_begun_in_a_spent_gap_may_be_finished_for_overrun_tokens():
+    continues = np.zeros(10, dtype=bool)
+    continues[[7, 8]] = True  # tokens 7 and 8 continue a word; 9 starts one
+    template = TargetTemplate((5, 6), (0, 1, 0), continues, overrun=2)
+    state = template.advance(template.advance(START, 5), 9)
+    assert state == (1, 1)  # the gap of 1 is spent, in the middle of the word 9 began
+    for expected_state, allowed in [((1, 1), {6, 7, 8}), ((1, 2), {6, 7, 8}), ((1, 3), {6})]:
+        assert state == expected_state
+        row = np.zeros(10, dtype=np.float32)
+        template.mask(state, row, END)
+        assert set(np.flatnonzero(np.isfinite(row)).tolist()) == allowed
+        state = template.advance(state, 7 if state[1] == 1 else 8)
+    empty = TargetTemplate((5, 6), (0, 1, 0), continues, overrun=2).advance(START, 5)
+    row = np.zeros(10, dtype=np.float32)
+    template.mask((1, 0), row, END)  # a gap not begun is a gap: anything but </s>
+    assert empty == (1, 0) and np.isfinite(row).sum() == 9
+    assert template.longest == 2 + 1 + 2
 
 
 @pytest.mark.parametrize(
@@ -138,6 +161,55 @@ def test_compiled_search_follows_templates_as_search_py_does(peaked_bundle, sent
     for template, prefix, best in zip(templates, prefixes, expected, strict=True):
         if template is not None:
             assert _follows(template, best[0].token_ids[len(prefix) :])
+
+
+WORDY = [
+    "Open the spreadsheet and save the document.",
+    "Select the paragraph formatting options.",
+]
+
+
+def _without_long_word(bundle, inputs):  # type: ignore[no-untyped-def]
+    """Per sentence: the demo model's own output with its first word of three or more pieces
+    dropped and a gap of one token left in its place, so that the model, writing that word
+    again, runs out of gap in the middle of it."""
+    index = {t: i for i, t in enumerate(bundle.vocabularies.target)}
+    templates = []
+    for result in bundle.translator.translate_batch(inputs, beam_size=4):
+        tokens = result.hypotheses[0]
+        starts = [i for i, t in enumerate(tokens) if t.startswith("▁")] + [len(tokens)]
+        begin, end = next((a, b) for a, b in itertools.pairwise(starts) if b - a >= 3)
+        kept = [index[t] for t in tokens[:begin] + tokens[end:]]
+        gaps = [0] * (len(kept) + 1)
+        gaps[begin] = 1
+        templates.append(TargetTemplate(tuple(kept), tuple(gaps)))
+    return templates
+
+
+@pytest.mark.parametrize("lam", [0.0, 2.0])
+def test_compiled_search_finishes_words_past_a_gap_as_search_py_does(lam):
+    """Templates whose spent gap may finish a word (the vocabulary's continuation tokens, four
+    tokens of overrun): both searches keep, close and rank the same hypotheses, and the word
+    the gap begins is written whole ("Tabellenkalkulation", not "Tabellen öffnen")."""
+    bundle = Bundle.load(BUNDLED_MODEL, intra_threads=1)
+    inputs = model_inputs(bundle, WORDY)
+    continues = continuation_mask(bundle.vocabularies.target)
+    plain = _without_long_word(bundle, inputs)
+    templates = [replace(t, continues=continues, overrun=4) for t in plain]
+    rewards = rewards_for(bundle, [["▁Datei"]] * len(inputs))
+    decoder = CT2StepDecoder(bundle.translator, bundle.vocabularies.target)
+    options = SearchOptions(beam_size=4, max_length=MAX_LENGTH, lam=lam, num_hypotheses=2)
+    caps = [MAX_LENGTH] * len(inputs)
+    prefixes: list[list[int]] = [[] for _ in inputs]
+    expected = python_beam_search(decoder, inputs, options, rewards, caps, prefixes, templates)
+    closed = compiled.compiled_search(decoder, inputs, options, rewards, caps, prefixes, templates)
+    assert [_finalize(sentence, options) for sentence in closed] == expected
+    vocabulary = bundle.vocabularies.target
+    words = [bundle.decode_target([vocabulary[t] for t in best[0].token_ids]) for best in expected]
+    cut = python_beam_search(decoder, inputs, options, rewards, caps, prefixes, plain)
+    cut_words = [bundle.decode_target([vocabulary[t] for t in best[0].token_ids]) for best in cut]
+    assert "Tabellenkalkulation" in words[0] and "Tabellenkalkulation" not in cut_words[0]
+    assert words != cut_words
 
 
 @pytest.mark.skipif(not compiled.available(), reason="the fused engine was not built")

@@ -112,8 +112,10 @@ def test_card_with_a_mistyped_reward_rule_is_named(bundle_copy: Path) -> None:
         ("guided_weighting", "cubic", "'guided_weighting': piece weighting 'cubic' is not"),
         ("guided_weighting", "power:0", "'guided_weighting': piece weighting needs power > 0"),
         ("guided_weighting", 2, "'guided_weighting': piece weighting '' is not"),
-        ("guided_repair", "often", "'guided_repair': repair 'often' is not off, T or"),
+        ("guided_repair", "often", "'guided_repair': repair 'often' is not off, T, T:SCALE"),
         ("guided_repair", "1.2:1:1", "'guided_repair': the repair threshold must be in"),
+        ("guided_choice", "0.5:1", "'guided_choice': choice '0.5:1' is not off or T:MATCH"),
+        ("guided_choice", "0:1:1:1", "'guided_choice': the choice threshold must be in"),
     ],
 )
 def test_card_with_a_mistyped_piece_rule_is_named(

@@ -223,6 +223,38 @@ def test_a_close_match_is_repaired_on_request_and_named_in_the_answer(server) ->
         assert refused.json["field"] == "options.repair", refused.body
 
 
+def test_the_served_candidate_of_a_close_match_is_chosen_and_named(server) -> None:
+    """options.choice: the match, the repaired match, the guided and the unguided translation
+    are scored by the model; the answer names the one served, with every score and bias. A
+    bias that outweighs every score serves the match's target as it is; a bad spec is refused
+    naming the option."""
+    client = server.client
+    create_memory(client, "chosen")
+    add_segment(client, "chosen", TM_SOURCE, TM_TARGET)
+
+    def ask(**options):
+        return client.post(
+            "/v1/suggest",
+            {"source": QUERY, "memories": ["chosen"], "options": {"lambda": 5.0, **options}},
+        )
+
+    trusted = ask(repair="0.5", choice="0.5:100:0:0")
+    assert trusted.status == 200, trusted.body
+    translation = trusted.json["results"][0]["translation"]
+    chosen = translation["chosen"]
+    assert chosen["kind"] == "match" and translation["mt_text"] == TM_TARGET
+    assert set(chosen["scores"]) == {"match", "repaired", "guided", "unguided"}
+    assert all(score < 0 for score in chosen["scores"].values())
+    assert chosen["biases"] == {"match": 100.0, "repaired": 0.0, "guided": 0.0, "unguided": 0.0}
+    assert translation["repaired"] is None  # the text is not the repair
+    plain = ask(repair="0.5", choice="off").json["results"][0]["translation"]
+    assert plain["chosen"] is None and plain["repaired"] is not None
+    for bad in ("0.5", "0:0:0:0", "0.5:x:0:0", "0.5:1:2"):
+        refused = ask(choice=bad)
+        assert refused.status == 400, (bad, refused.body)
+        assert refused.json["field"] == "options.choice", refused.body
+
+
 def analysed(server, memory: str) -> tuple[int, int]:
     """(segments, analysed) of `tm-guide stats`."""
     done = server.cli("stats", memory)

@@ -86,6 +86,11 @@ def register(subparsers: Any) -> None:
         help="repair the best match's target from this similarity: off, T or T:SCALE:MARGIN "
         "(default: the model card's guided_repair, else off)",
     )
+    parser.add_argument(
+        "--choice",
+        help="from which best-match similarity the served candidate is chosen by the model's "
+        "score: off or T:MATCH:REPAIRED:GUIDED (default: the model card's guided_choice, else off)",
+    )
     parser.add_argument("--m", type=int, default=10, help="retrieval size of the main run")
     parser.add_argument(
         "--m-values",
@@ -143,6 +148,7 @@ def handle(args: argparse.Namespace) -> int:
         clipped=None if args.reward_rule is None else args.reward_rule == "clipped",
         weighting=args.weighting,
         repair=args.repair,
+        choice=args.choice,
         m=args.m,
         m_values=args.m_values,
         engines=tuple(e.strip() for e in args.engines.split(",") if e.strip()),

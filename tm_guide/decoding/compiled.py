@@ -120,7 +120,16 @@ def template_objects(
 ) -> list[Any]:
     fused = require_extension()
     return [
-        fused.Template(list(t.tokens), list(t.gaps), vocab_size, end_id) if t is not None else None
+        fused.Template(
+            list(t.tokens),
+            list(t.gaps),
+            vocab_size,
+            end_id,
+            t.continues.astype(np.uint8).tobytes() if t.continues is not None else b"",
+            t.overrun,
+        )
+        if t is not None
+        else None
         for t in templates
     ]
 

@@ -32,6 +32,8 @@ from tm_guide.decoding.template import TargetTemplate
 from tm_guide.decoding.utf8 import Utf8Rule, byte_ids
 from tm_guide.errors import InvalidInput, ModelError
 from tm_guide.pieces.builder import PieceOptions
+from tm_guide.pieces.choice import Candidate, Choice, ChoiceOptions, choose
+from tm_guide.pieces.repair import continuation_mask
 
 __all__ = [
     "ENGINES",
@@ -91,6 +93,8 @@ class TranslateOptions:
         The guided search caps each sentence by its own source; native search (rerank's n-best
         too) by the longest source of its batch, as CTranslate2's max_decoding_length is one per
         batch. return_unguided: also decode each guided sentence without pieces.
+    choice: when a sentence's close match gives candidates to compare, and how the one served
+        is chosen (tm_guide.pieces.choice).
     languages: the (source, target) pair to translate, for a multilingual model's language tokens
         (None: the model card's pair; a model of one pair ignores it).
     """
@@ -103,6 +107,7 @@ class TranslateOptions:
     max_length_margin: int = 10
     return_unguided: bool = False
     languages: tuple[str, str] | None = None
+    choice: ChoiceOptions = field(default_factory=ChoiceOptions)
 
     def __post_init__(self) -> None:
         for name in ("beam_size", "max_length"):
@@ -148,6 +153,19 @@ class GuidedResult:
     # where each token starts in `translation`, plus its length, when the text is not the plain
     # detokenization of `tokens` (a repaired match keeps its target's own characters)
     offsets: list[int] | None = None
+    # the candidates of a close match and the one served (TranslateOptions.choice)
+    choice: Choice | None = None
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """A candidate searched beside a sentence's own search: its kind (choice.CANDIDATE_KINDS),
+    the reward and the template it is searched with, and the TM segment it comes from."""
+
+    kind: str
+    reward: PieceReward | None
+    template: TargetTemplate | None
+    segment_id: int | None = None
 
 
 @dataclass
@@ -160,6 +178,8 @@ class PreparedSentence:
     reward: PieceReward | None
     template: TargetTemplate | None
     timings: dict[str, float]  # seconds: retrieval, pieces
+    # the other candidates of a close match (TranslateOptions.choice); the native search too
+    alternatives: tuple[Alternative, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -174,6 +194,7 @@ class Searched:
     decoding_s: float
     engine: str
     prefix_length: int
+    alternatives: tuple[tuple[Alternative, Hypothesis], ...] = ()
 
 
 class GuidedTranslator:
@@ -189,6 +210,8 @@ class GuidedTranslator:
         self._engines: dict[tuple[str, str, bool], StepDecoder | WholeSearchDecoder] = {}
         self._refused: dict[tuple[str, str, bool], ModelError] = {}
         self._choices: dict[str, EngineChoice] = {}
+        # the target tokens that continue a word, which may finish one past a template's gap
+        self.continues = continuation_mask(self.target_vocabulary)
         self._lock = threading.Lock()  # engines and the builder are made once, on first use
 
     # -- pieces -------------------------------------------------------------------------
@@ -307,15 +330,49 @@ class GuidedTranslator:
             template = None  # lambda 0 is the model alone: native search, no repair either
             if found is not None and found.template is not None and options.search.lam > 0:
                 template = TargetTemplate.from_tokens(
-                    found.template.tokens, found.template.gaps, self.token_to_id
+                    found.template.tokens,
+                    found.template.gaps,
+                    self.token_to_id,
+                    self.continues,
+                    found.template.overrun,
                 )
             reward = None
             if found and options.search.lam > 0:
                 reward = PieceReward.from_tokens(
                     found.ngrams, self.token_to_id, limits=found.limits or None
                 )
-            prepared.append(PreparedSentence(tokens, found, reward or None, template, timings))
+            reward = reward or None
+            alternatives = self._alternatives(found, reward, template, options)
+            prepared.append(
+                PreparedSentence(tokens, found, reward, template, timings, alternatives)
+            )
         return prepared
+
+    def _alternatives(
+        self,
+        found: Any,
+        reward: PieceReward | None,
+        template: TargetTemplate | None,
+        options: TranslateOptions,
+    ) -> tuple[Alternative, ...]:
+        """The candidates a close match gives beside the sentence's own search: its target as it
+        is (forced: a template without gaps), and the guided translation where the own search is
+        the repair. None where the choice does not apply."""
+        if found is None or not found.matches or options.search.lam <= 0:
+            return ()
+        best = _best_match(found)
+        if not options.choice.applies(best.similarity):
+            return ()
+        alternatives = []
+        pieces, _ = self.bundle.target_surfaces(best.segment.target)
+        room = self.bundle.decoding_length(options.search.max_length) - 1
+        prefix = len(self.bundle.target_prefix((options.languages or (None, None))[1]))
+        forced = TargetTemplate.from_tokens(pieces, [0] * (len(pieces) + 1), self.token_to_id)
+        if forced is not None and prefix + len(pieces) <= room:
+            alternatives.append(Alternative("match", None, forced, best.segment.id))
+        if template is not None and reward is not None:
+            alternatives.append(Alternative("guided", reward, None))
+        return tuple(alternatives)
 
     def search(
         self, prepared: Sequence[PreparedSentence], options: TranslateOptions
@@ -337,16 +394,33 @@ class GuidedTranslator:
         ]
         guided_set = set(guided_ids)
         native_ids = [i for i, p in enumerate(prepared) if i not in guided_set and p.tokens]
+        # each search: (sentence, alternative or None for the sentence's own)
+        jobs: list[tuple[int, Alternative | None]] = [(i, None) for i in guided_ids]
+        choosing = [i for i, p in enumerate(prepared) if p.alternatives and p.tokens]
+        if options.choice.threshold is not None:
+            jobs += [(i, alt) for i in choosing for alt in prepared[i].alternatives]
+        else:
+            choosing = []
+        job_sources = [sources[i] for i, _ in jobs]
         hypotheses: dict[int, Hypothesis] = {}
+        found_alternatives: dict[int, list[tuple[Alternative, Hypothesis]]] = {}
         decoding: dict[int, float] = {}
         search = options.search
         # The model's position table bounds the output; CTranslate2 fails the batch past it.
         search = replace(search, max_length=self.bundle.decoding_length(search.max_length))
-        for batch in _batches(guided_ids, sources, options.engine.batch_size):
+        for job_batch in _batches(list(range(len(jobs))), job_sources, options.engine.batch_size):
             started = clock()
+            batch = [jobs[j][0] for j in job_batch]
+            alts = [jobs[j][1] for j in job_batch]
             inputs = [self.bundle.source_input(sources[i], source_lang) for i in batch]
-            batch_rewards = [prepared[i].reward for i in batch]
-            batch_templates = [prepared[i].template for i in batch]
+            batch_rewards = [
+                prepared[i].reward if alt is None else alt.reward
+                for i, alt in zip(batch, alts, strict=True)
+            ]
+            batch_templates = [
+                prepared[i].template if alt is None else alt.template
+                for i, alt in zip(batch, alts, strict=True)
+            ]
             caps = [
                 min(search.max_length, len(prefix) + t.longest + 1) if t is not None else cap
                 for cap, t in zip(
@@ -374,11 +448,16 @@ class GuidedTranslator:
                     templates=batch_templates,
                 )
             share = (clock() - started) / len(batch)
-            for i, best in zip(batch, found, strict=True):
-                hypotheses[i] = best[0]
-                decoding[i] = share
+            for i, alt, best in zip(batch, alts, found, strict=True):
+                if alt is None:
+                    hypotheses[i] = best[0]
+                else:
+                    found_alternatives.setdefault(i, []).append((alt, best[0]))
+                decoding[i] = decoding.get(i, 0.0) + share
         unguided: dict[int, Hypothesis] = {}
         wanted_unguided = native_ids + (guided_ids if options.return_unguided else [])
+        wanted_unguided = sorted(set(wanted_unguided) | set(choosing))
+        timed_with_others = set(choosing)  # their native search is one of their candidates
         for batch in _batches(sorted(wanted_unguided), sources, options.engine.batch_size):
             started = clock()
             inputs = [self.bundle.source_input(sources[i], source_lang) for i in batch]
@@ -389,7 +468,8 @@ class GuidedTranslator:
             share = (clock() - started) / len(batch)
             for i, top in zip(batch, native, strict=True):
                 unguided[i] = top
-                decoding.setdefault(i, share)
+                if i in timed_with_others or i not in decoding:
+                    decoding[i] = decoding.get(i, 0.0) + share
         return [
             Searched(
                 hypotheses.get(i) or unguided.get(i),
@@ -398,6 +478,7 @@ class GuidedTranslator:
                 decoding.get(i, 0.0),
                 engine,
                 len(prefix),
+                tuple(found_alternatives.get(i, ())),
             )
             for i in range(len(prepared))
         ]
@@ -429,32 +510,83 @@ class GuidedTranslator:
             if template is not None:
                 text, offsets = self._render_repair(tokens, template.follow(output), found)
             unguided = outcome.unguided
-            results.append(
-                GuidedResult(
-                    translation=text,
-                    tokens=tokens,
-                    model_score=hypothesis.model_score,
-                    log_prob=hypothesis.log_prob,
-                    reward=hypothesis.reward,
-                    guided=outcome.guided,
-                    engine=outcome.engine if outcome.guided else "native",
-                    unguided_translation=(
-                        self.bundle.decode_target(
-                            [self.target_vocabulary[t] for t in unguided.token_ids]
-                        )
-                        if options.return_unguided and unguided is not None
-                        else None
-                    ),
-                    matched_pieces=matched_pieces(tokens, found) if found else [],
-                    timings=timings,
-                    best_match_similarity=(
-                        max((m.similarity for m in found.matches), default=None) if found else None
-                    ),
-                    repaired_segment=found.template.segment_id if template is not None else None,
-                    offsets=offsets,
-                )
+            result = GuidedResult(
+                translation=text,
+                tokens=tokens,
+                model_score=hypothesis.model_score,
+                log_prob=hypothesis.log_prob,
+                reward=hypothesis.reward,
+                guided=outcome.guided,
+                engine=outcome.engine if outcome.guided else "native",
+                unguided_translation=(
+                    self.bundle.decode_target(
+                        [self.target_vocabulary[t] for t in unguided.token_ids]
+                    )
+                    if options.return_unguided and unguided is not None
+                    else None
+                ),
+                matched_pieces=matched_pieces(tokens, found) if found else [],
+                timings=timings,
+                best_match_similarity=(
+                    max((m.similarity for m in found.matches), default=None) if found else None
+                ),
+                repaired_segment=found.template.segment_id if template is not None else None,
+                offsets=offsets,
             )
+            if outcome.alternatives and unguided is not None:
+                result = self._chosen(result, outcome, found, options.choice)
+            results.append(result)
         return results
+
+    def _chosen(
+        self, result: GuidedResult, outcome: Searched, found: Any, options: ChoiceOptions
+    ) -> GuidedResult:
+        """`result` (the sentence's own search) or the candidate the choice serves instead."""
+        own_kind = "repaired" if result.repaired_segment is not None else "guided"
+        candidates = [Candidate(own_kind, result.translation, result.model_score)]
+        assert outcome.hypothesis is not None  # an empty input has no candidates
+        hypotheses: dict[str, Hypothesis] = {own_kind: outcome.hypothesis}
+        for alternative, hypothesis in outcome.alternatives:
+            output = hypothesis.token_ids[outcome.prefix_length :]
+            if alternative.kind == "match":
+                text = next(
+                    m.segment.target
+                    for m in found.matches
+                    if m.segment.id == alternative.segment_id
+                )
+            else:
+                text = self.bundle.decode_target([self.target_vocabulary[t] for t in output])
+            candidates.append(Candidate(alternative.kind, text, hypothesis.model_score))
+            hypotheses[alternative.kind] = hypothesis
+        assert outcome.unguided is not None
+        native = outcome.unguided.token_ids[outcome.prefix_length :]
+        candidates.append(
+            Candidate(
+                "unguided",
+                self.bundle.decode_target([self.target_vocabulary[t] for t in native]),
+                outcome.unguided.model_score,
+            )
+        )
+        hypotheses["unguided"] = outcome.unguided
+        choice = choose(candidates, options)
+        if choice.chosen.kind == own_kind:
+            return replace(result, choice=choice)
+        chosen = hypotheses[choice.chosen.kind]
+        tokens = [self.target_vocabulary[t] for t in chosen.token_ids[outcome.prefix_length :]]
+        return replace(
+            result,
+            translation=choice.chosen.text,
+            tokens=tokens,
+            model_score=chosen.model_score,
+            log_prob=chosen.log_prob,
+            reward=chosen.reward,
+            guided=choice.chosen.kind == "guided",
+            engine=result.engine if choice.chosen.kind == "guided" else "native",
+            matched_pieces=matched_pieces(tokens, found) if found else [],
+            repaired_segment=None,
+            offsets=None,
+            choice=choice,
+        )
 
     def _render_repair(
         self, tokens: list[str], which: list[int | None], found: Any
@@ -596,6 +728,20 @@ def matched_pieces(tokens: Sequence[str], pieces: Any) -> list[MatchedPiece]:
             )
         )
     return result
+
+
+def _best_match(found: Any) -> Any:
+    """The match a close-match candidate comes from: the one the template repairs, else the
+    most similar (the first of equal ones, in the search engine's rank)."""
+    if found.template is not None:
+        for match in found.matches:
+            if match.segment.id == found.template.segment_id:
+                return match
+    best = found.matches[0]
+    for match in found.matches:
+        if match.similarity > best.similarity:
+            best = match
+    return best
 
 
 def _batches(ids: list[int], sources: list[list[str]], size: int) -> list[list[int]]:

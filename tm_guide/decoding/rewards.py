@@ -240,14 +240,16 @@ class PieceReward:
 @dataclass(frozen=True)
 class RewardRule:
     """How often a piece counts (`SearchOptions.reward_repeats`, `PieceOptions.clipped`), how
-    it is weighed (a PieceWeighting spec) and from which similarity the best match is repaired
-    instead (a RepairOptions spec): what a model card records with its tuned lambda, and what a
-    request or an evaluation may choose instead."""
+    it is weighed (a PieceWeighting spec), from which similarity the best match is repaired
+    instead (a RepairOptions spec) and how a close match's candidates are chosen from (a
+    ChoiceOptions spec): what a model card records with its tuned lambda, and what a request or
+    an evaluation may choose instead."""
 
     repeats: bool = True
     clipped: bool = False
     weighting: str = "linear"
     repair: str = "off"
+    choice: str = "off"
 
     @classmethod
     def resolve(
@@ -257,9 +259,10 @@ class RewardRule:
         clipped: bool | None = None,
         weighting: str | None = None,
         repair: str | None = None,
+        choice: str | None = None,
     ) -> RewardRule:
-        """Each part as asked, else as the card records it, else eq. 10 with linear weights
-        and no repair."""
+        """Each part as asked, else as the card records it, else eq. 10 with linear weights,
+        no repair and no choice."""
         default = cls()
 
         def pick(asked: Any, field: str, fallback: Any) -> Any:
@@ -271,6 +274,7 @@ class RewardRule:
             clipped=bool(pick(clipped, "guided_clipped", default.clipped)),
             weighting=str(pick(weighting, "guided_weighting", default.weighting)),
             repair=str(pick(repair, "guided_repair", default.repair)),
+            choice=str(pick(choice, "guided_choice", default.choice)),
         )
 
     def describe(self) -> str:
@@ -290,5 +294,14 @@ class RewardRule:
             rule += (
                 f"; the best match repaired from similarity {repair.threshold:g} (gaps "
                 f"{repair.gap_scale} per token + {repair.gap_margin})"
+            )
+        if self.choice != "off":
+            from tm_guide.pieces.choice import ChoiceOptions
+
+            choice = ChoiceOptions.parse(self.choice)
+            rule += (
+                f"; from similarity {choice.threshold:g} the served candidate chosen by the"
+                f" model's score (biases: match {choice.match:g}, repaired {choice.repaired:g},"
+                f" guided {choice.guided:g})"
             )
         return rule

@@ -8,6 +8,10 @@ current gap. On the next token u:
 
 * u = tokens[k] (k < K) is always allowed and moves to (k + 1, 0);
 * any other token except </s> is allowed while g < gaps[k] and moves to (k, g + 1);
+* once the gap is spent (g >= gaps[k]) but the word the model is writing is not finished (g > 0),
+  a token that continues a word (`continues`: no word-start mark) is allowed for up to
+  `overrun` more tokens and moves to (k, g + 1): a gap is sized in tokens, a word is not, and
+  cutting the model off mid-word writes "den s." where it meant "den Start.";
 * </s> is allowed only once every template token is produced (k = K).
 
 A forbidden token gets the log-probability -inf before the candidates are ranked, and a candidate
@@ -23,7 +27,7 @@ empty gap for leaving it empty. The automaton is one rule, here and in the compi
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
@@ -37,39 +41,54 @@ START: State = (0, 0)
 @dataclass(frozen=True)
 class TargetTemplate:
     """Kept target token ids and the free tokens allowed before each one (gaps[K]: after the
-    last)."""
+    last); `continues` marks the vocabulary's tokens that continue a word (None: none do), which
+    may finish a word for `overrun` tokens past a spent gap."""
 
     tokens: tuple[int, ...]
     gaps: tuple[int, ...]
+    continues: np.ndarray | None = field(default=None, compare=False, repr=False)
+    overrun: int = 0
 
     def __post_init__(self) -> None:
         if not self.tokens:
             raise InvalidInput("a target template needs at least one token", field="template")
         if len(self.gaps) != len(self.tokens) + 1:
             raise InvalidInput("a target template needs one gap per token and one after them")
-        if any(g < 0 for g in self.gaps):
-            raise InvalidInput("a template's gaps must be >= 0", field="template")
+        if any(g < 0 for g in self.gaps) or self.overrun < 0:
+            raise InvalidInput("a template's gaps and overrun must be >= 0", field="template")
 
     @classmethod
     def from_tokens(
-        cls, tokens: Sequence[str], gaps: Sequence[int], token_to_id: Mapping[str, int]
+        cls,
+        tokens: Sequence[str],
+        gaps: Sequence[int],
+        token_to_id: Mapping[str, int],
+        continues: np.ndarray | None = None,
+        overrun: int = 0,
     ) -> TargetTemplate | None:
         """The template over vocabulary ids; None when a kept token is outside the vocabulary
         (the model could never produce it)."""
         ids = tuple(token_to_id.get(token, -1) for token in tokens)
         if not ids or -1 in ids:
             return None
-        return cls(ids, tuple(int(g) for g in gaps))
+        return cls(ids, tuple(int(g) for g in gaps), continues, overrun)
 
     @property
     def longest(self) -> int:
         """The longest output the template allows, </s> not counted."""
-        return len(self.tokens) + sum(self.gaps)
+        overruns = (
+            sum(self.overrun for g in self.gaps if g > 0) if self.continues is not None else 0
+        )
+        return len(self.tokens) + sum(self.gaps) + overruns
 
     def check(self, vocab_size: int, end_id: int) -> None:
         if any(not 0 <= t < vocab_size or t == end_id for t in self.tokens):
             raise InvalidInput(
                 "a template token is outside the vocabulary or is </s>", field="template"
+            )
+        if self.continues is not None and self.continues.shape != (vocab_size,):
+            raise InvalidInput(
+                "a template's word marks must cover the vocabulary", field="template"
             )
 
     def mask(self, state: State, log_probs: np.ndarray, end_id: int) -> None:
@@ -81,8 +100,16 @@ class TargetTemplate:
             return
         allowed = self.tokens[k] if k < len(self.tokens) else end_id
         kept = log_probs[allowed]
-        log_probs[:] = -np.inf
+        if self.continues is not None and self.finishing_word(state):
+            log_probs[~self.continues] = -np.inf
+        else:
+            log_probs[:] = -np.inf
         log_probs[allowed] = kept
+
+    def finishing_word(self, state: State) -> bool:
+        """Whether `state` (its gap spent) may still continue the word the model is writing."""
+        k, g = state
+        return self.continues is not None and 0 < g < self.gaps[k] + self.overrun
 
     def advance(self, state: State, token: int) -> State:
         """The state after producing `token` (an allowed one, not </s>)."""

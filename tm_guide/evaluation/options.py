@@ -29,7 +29,8 @@ class EvalOptions:
                 (PieceOptions.clipped)
     weighting   how a piece's weight follows its match's similarity (a PieceWeighting spec)
     repair      from which similarity the best match's target is repaired (a RepairOptions spec)
-                reward_repeats, clipped, weighting and repair: None takes the model card's, as
+    choice      how a close match's candidates are chosen from (a ChoiceOptions spec)
+                reward_repeats, clipped, weighting, repair and choice: None takes the card's, as
                 the server does (`for_model`)
     m           retrieval size of the main run (paper section 4.5: 10 is a good setting)
     m_values    retrieval sizes of the Figure 4-6 sweep
@@ -53,6 +54,7 @@ class EvalOptions:
     clipped: bool | None = None
     weighting: str | None = None
     repair: str | None = None
+    choice: str | None = None
     m: int = 10
     m_values: tuple[int, ...] = PAPER_M_VALUES
     engines: tuple[str, ...] = ("torch",)
@@ -91,6 +93,10 @@ class EvalOptions:
             from tm_guide.pieces.repair import RepairOptions
 
             RepairOptions.parse(self.repair)
+        if self.choice is not None:
+            from tm_guide.pieces.choice import ChoiceOptions
+
+            ChoiceOptions.parse(self.choice)
 
     def for_model(self, card: Any) -> EvalOptions:
         """These options with what they leave open taken from the model card, as the server
@@ -101,7 +107,7 @@ class EvalOptions:
         from tm_guide.decoding.rewards import RewardRule
 
         rule = RewardRule.resolve(
-            card, self.reward_repeats, self.clipped, self.weighting, self.repair
+            card, self.reward_repeats, self.clipped, self.weighting, self.repair, self.choice
         )
         return replace(
             self,
@@ -110,6 +116,7 @@ class EvalOptions:
             clipped=rule.clipped,
             weighting=rule.weighting,
             repair=rule.repair,
+            choice=rule.choice,
         )
 
     def reward_rule(self) -> str:
@@ -117,7 +124,7 @@ class EvalOptions:
         from tm_guide.decoding.rewards import RewardRule
 
         return RewardRule.resolve(
-            None, self.reward_repeats, self.clipped, self.weighting, self.repair
+            None, self.reward_repeats, self.clipped, self.weighting, self.repair, self.choice
         ).describe()
 
     def to_dict(self) -> dict[str, Any]:

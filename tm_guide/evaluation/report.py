@@ -386,4 +386,5 @@ def _reward_rule(results: dict[str, Any]) -> str:
         options.get("clipped"),
         options.get("weighting"),
         options.get("repair"),
+        options.get("choice"),
     ).describe()

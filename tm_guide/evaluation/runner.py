@@ -25,6 +25,7 @@ from tm_guide.evaluation.signature import model_checksum
 from tm_guide.evaluation.testset import TestSet, read_tsv
 from tm_guide.matching import exact_match, match_percentage
 from tm_guide.pieces import PieceOptions
+from tm_guide.pieces.choice import ChoiceOptions
 from tm_guide.pieces.repair import RepairOptions
 from tm_guide.pieces.weighting import PieceWeighting
 
@@ -138,6 +139,7 @@ class Runner:
             ),
             memory_ids=(memory_id,),
             max_length_ratio=options.max_length_ratio,
+            choice=ChoiceOptions.parse(options.choice or "off"),
         )
 
     def collect(self, data: TestSet, m: int, binary: bool = False) -> CollectedPieces:

@@ -66,6 +66,9 @@ class ModelCard:
     # from which similarity the best match's target is repaired instead (a RepairOptions spec
     # such as "0.7:1:1"); None: never
     guided_repair: str | None = None
+    # how a close match's candidates are chosen from (a ChoiceOptions spec such as
+    # "0.5:1:0.5:0.2"); None: never, the search's output is served
+    guided_choice: str | None = None
     # a multilingual model's language tokens, token -> language tag (tm_guide.model
     # .language_tokens); {}: a model of one pair, whose inputs and outputs carry none
     language_tokens: dict[str, str] = field(default_factory=dict)
@@ -115,6 +118,9 @@ class ModelCard:
         repair = data.get("guided_repair")
         if repair is not None:
             _check_repair(repair, where)
+        choice = data.get("guided_choice")
+        if choice is not None:
+            _check_choice(choice, where)
         language_tokens = data.get("language_tokens") or {}
         if not isinstance(language_tokens, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in language_tokens.items()
@@ -141,6 +147,7 @@ class ModelCard:
             guided_clipped=clipped,
             guided_weighting=weighting,
             guided_repair=repair,
+            guided_choice=choice,
             language_tokens=dict(language_tokens),
             files=dict(files),
             extra={k: v for k, v in data.items() if k not in known},
@@ -231,6 +238,16 @@ def _check_repair(spec: Any, where: str) -> None:
         RepairOptions.parse(spec if isinstance(spec, str) else "")
     except InvalidInput as exc:
         raise ModelError(f"{where}: field 'guided_repair': {exc.message}") from None
+
+
+def _check_choice(spec: Any, where: str) -> None:
+    from tm_guide.errors import InvalidInput
+    from tm_guide.pieces.choice import ChoiceOptions
+
+    try:
+        ChoiceOptions.parse(spec if isinstance(spec, str) else "")
+    except InvalidInput as exc:
+        raise ModelError(f"{where}: field 'guided_choice': {exc.message}") from None
 
 
 def _check_weighting(spec: Any, where: str) -> None:

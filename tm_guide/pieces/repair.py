@@ -15,11 +15,17 @@ places rewritten by the model.
 from __future__ import annotations
 
 import itertools
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from tm_guide.errors import InvalidInput
 from tm_guide.pieces.collect import AlignedPair, EditComparison
 from tm_guide.pieces.tokenizer import SENTENCEPIECE_SPACE
+
+_BYTE_PIECE = re.compile(r"<0x[0-9A-Fa-f]{2}>")
 
 
 @dataclass(frozen=True)
@@ -27,11 +33,13 @@ class RepairOptions:
     """threshold: repair the best match when its eq. 9 similarity reaches this (None: never);
     gap_scale, gap_margin: free tokens allowed at a place to rewrite, per token owed there, and
     on top (by default 1 and 1, the demo card's: the least room that scores as well as more
-    on the help dev set)."""
+    on the help dev set); overrun: tokens past a spent gap that may still finish the word the
+    model is writing (tm_guide.decoding.template), so that a gap never ends mid-word."""
 
     threshold: float | None = None
     gap_scale: int = 1
     gap_margin: int = 1
+    overrun: int = 4
 
     def __post_init__(self) -> None:
         if self.threshold is not None and not 0.0 < self.threshold <= 1.0:
@@ -39,15 +47,16 @@ class RepairOptions:
                 f"the repair threshold must be in (0, 1], not {self.threshold}",
                 field="repair_threshold",
             )
-        if self.gap_scale < 0 or self.gap_margin < 0:
-            raise InvalidInput("gap_scale and gap_margin must be >= 0", field="repair")
+        if self.gap_scale < 0 or self.gap_margin < 0 or self.overrun < 0:
+            raise InvalidInput("gap_scale, gap_margin and overrun must be >= 0", field="repair")
 
     def applies(self, similarity: float) -> bool:
         return self.threshold is not None and similarity >= self.threshold
 
     @classmethod
     def parse(cls, spec: str) -> RepairOptions:
-        """`off`, `T` or `T:SCALE:MARGIN` (the form a model card, a request and the CLI use)."""
+        """`off`, `T`, `T:SCALE:MARGIN` or `T:SCALE:MARGIN:OVERRUN` (the form a model card, a
+        request and the CLI use)."""
         text = spec.strip()
         if text == "off":
             return cls()
@@ -55,12 +64,13 @@ class RepairOptions:
         try:
             if len(parts) == 1:
                 return cls(float(parts[0]))
-            if len(parts) == 3:
-                return cls(float(parts[0]), int(parts[1]), int(parts[2]))
+            if len(parts) in (3, 4):
+                return cls(float(parts[0]), *(int(p) for p in parts[1:]))
         except ValueError:
             pass
         raise InvalidInput(
-            f"repair {spec!r} is not off, T or T:SCALE:MARGIN (T a similarity in (0, 1])",
+            f"repair {spec!r} is not off, T, T:SCALE:MARGIN or T:SCALE:MARGIN:OVERRUN"
+            " (T a similarity in (0, 1])",
             field="repair",
         )
 
@@ -68,7 +78,8 @@ class RepairOptions:
     def spec(self) -> str:
         if self.threshold is None:
             return "off"
-        return f"{self.threshold:g}:{self.gap_scale}:{self.gap_margin}"
+        spec = f"{self.threshold:g}:{self.gap_scale}:{self.gap_margin}"
+        return spec if self.overrun == RepairOptions.overrun else f"{spec}:{self.overrun}"
 
 
 @dataclass(frozen=True)
@@ -82,6 +93,7 @@ class MatchTemplate:
     positions: tuple[int, ...]
     segment_id: int
     similarity: float
+    overrun: int = 0  # RepairOptions.overrun
 
 
 def word_starts(tokens: tuple[str, ...]) -> list[bool]:
@@ -95,6 +107,23 @@ def word_starts(tokens: tuple[str, ...]) -> list[bool]:
         i == 0 or token.startswith(SENTENCEPIECE_SPACE) or marks[i] or marks[i - 1]
         for i, token in enumerate(tokens)
     ]
+
+
+def continuation_mask(vocabulary: Sequence[str]) -> np.ndarray:
+    """Which tokens of a SentencePiece vocabulary continue a word: no space mark, not
+    punctuation (which word_starts counts as a word), not a control token (`<s>`, `</s>`,
+    `<unk>`, a language token); byte pieces do, as the rest of a character."""
+    mask = np.zeros(len(vocabulary), dtype=bool)
+    for i, token in enumerate(vocabulary):
+        if _BYTE_PIECE.fullmatch(token):
+            mask[i] = True
+        elif token.startswith("<") and token.endswith(">") or token.startswith("__"):
+            continue
+        else:
+            mask[i] = (
+                bool(token) and not token.startswith(SENTENCEPIECE_SPACE) and not _is_mark(token)
+            )
+    return mask
 
 
 def _is_mark(token: str) -> bool:
@@ -155,6 +184,7 @@ def match_template(
         positions=tuple(kept),
         segment_id=pair.segment_id,
         similarity=comparison.similarity,
+        overrun=options.overrun,
     )
 
 

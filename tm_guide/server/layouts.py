@@ -28,6 +28,7 @@ def joined_translation(layout: Layout, units: Sequence[dict[str, Any]]) -> dict[
     ]
     unguided = [unit["unguided"] for unit in units]
     repaired = [unit["repaired"] for unit in units if unit["repaired"] is not None]
+    chosen = [unit.get("chosen") for unit in units]
     similarities = [
         unit["best_match_similarity"] for unit in units if unit["best_match_similarity"] is not None
     ]
@@ -40,6 +41,7 @@ def joined_translation(layout: Layout, units: Sequence[dict[str, Any]]) -> dict[
         "reward": round(sum(unit["reward"] for unit in units), 4),
         "best_match_similarity": max(similarities) if similarities else None,
         "repaired": repaired[0] if len(units) == 1 and repaired else None,
+        "chosen": chosen[0] if len(units) == 1 else None,
         "pieces_used": pieces,
         "glossary": [term for unit in units for term in unit.get("glossary", [])],
         "sentences": len(units),
@@ -69,6 +71,7 @@ def verbatim_translation(text: str) -> dict[str, Any]:
         "reward": 0.0,
         "best_match_similarity": None,
         "repaired": None,
+        "chosen": None,
         "pieces_used": [],
         "glossary": [],
         "sentences": 0,

@@ -32,6 +32,8 @@ class MTOptions:
     weighting: str | None = None
     # from which similarity the best match is repaired (a RepairOptions spec); None: the card's
     repair: str | None = None
+    # how a close match's candidates are chosen from (a ChoiceOptions spec); None: the card's
+    choice: str | None = None
     unguided: bool = False
     engine: str | None = None  # None: the server's (Compute.engine)
 
@@ -98,11 +100,13 @@ def translate_options(
     library default. Whether pieces are rewarded at every occurrence is the request's, else the
     way that lambda was tuned (`card.guided_reward_repeats`), else eq. 10; so are the piece rules
     (clipped counts and weighting by similarity: `card.guided_clipped`, `card.guided_weighting`)
-    and the repair of a close match (`card.guided_repair`)."""
+    and the repair of a close match (`card.guided_repair`) and the choice among its candidates
+    (`card.guided_choice`)."""
     from tm_guide.decoding.guided import EngineOptions, TranslateOptions
     from tm_guide.decoding.rewards import RewardRule
     from tm_guide.decoding.search import SearchOptions
     from tm_guide.pieces import PieceOptions
+    from tm_guide.pieces.choice import ChoiceOptions
     from tm_guide.pieces.repair import RepairOptions
     from tm_guide.pieces.weighting import PieceWeighting
 
@@ -112,7 +116,12 @@ def translate_options(
             search = replace(search, lam=lam)
             break
     rule = RewardRule.resolve(
-        card, options.reward_repeats, options.clipped, options.weighting, options.repair
+        card,
+        options.reward_repeats,
+        options.clipped,
+        options.weighting,
+        options.repair,
+        options.choice,
     )
     search = replace(search, reward_repeats=rule.repeats)
     if options.beam_size is not None:
@@ -135,6 +144,7 @@ def translate_options(
         memory_ids=tuple(memory_ids),
         max_length_ratio=MAX_LENGTH_RATIO,
         return_unguided=options.unguided,
+        choice=ChoiceOptions.parse(rule.choice),
     )
 
 
@@ -219,6 +229,7 @@ def translations_json(
                 "reward": round(result.reward, 4),
                 "best_match_similarity": result.best_match_similarity,
                 "repaired": _repaired_json(result, segments, similarity, memory_names),
+                "chosen": result.choice.to_dict() if result.choice is not None else None,
                 "pieces_used": used,
                 "timings_ms": {k: round(v * 1000, 3) for k, v in result.timings.items()},
             }

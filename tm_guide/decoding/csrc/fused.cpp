@@ -132,8 +132,9 @@ PYBIND11_MODULE(_fused, m) {
            py::arg("limits") = std::vector<int>());
 
   py::class_<Template, std::shared_ptr<Template>>(m, "Template")
-      .def(py::init<std::vector<int>, std::vector<int>, int, int>(), py::arg("tokens"),
-           py::arg("gaps"), py::arg("vocab"), py::arg("end_id"));
+      .def(py::init<std::vector<int>, std::vector<int>, int, int, std::string, int>(),
+           py::arg("tokens"), py::arg("gaps"), py::arg("vocab"), py::arg("end_id"),
+           py::arg("continues") = std::string(), py::arg("overrun") = 0);
 
   py::class_<Model>(m, "Model")
       .def(py::init<py::dict, py::dict>())

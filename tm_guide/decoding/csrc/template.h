@@ -4,6 +4,7 @@
 
 #include <limits>
 #include <stdexcept>
+#include <string>
 #include <unordered_set>
 #include <vector>
 
@@ -18,8 +19,14 @@ struct Place {
 
 class Template {
  public:
-  Template(std::vector<int> tokens, std::vector<int> gaps, int vocab, int end_id)
-      : tokens_(std::move(tokens)), gaps_(std::move(gaps)) {
+  // `continues`: one byte per vocabulary token, non-zero where it continues a word (empty:
+  // none do); such a token may finish a word for `overrun` tokens past a spent gap.
+  Template(std::vector<int> tokens, std::vector<int> gaps, int vocab, int end_id,
+           std::string continues = std::string(), int overrun = 0)
+      : tokens_(std::move(tokens)),
+        gaps_(std::move(gaps)),
+        continues_(std::move(continues)),
+        overrun_(overrun) {
     if (tokens_.empty()) throw std::invalid_argument("a template needs at least one token");
     if (gaps_.size() != tokens_.size() + 1)
       throw std::invalid_argument("a template needs one gap per token and one after them");
@@ -28,6 +35,9 @@ class Template {
         throw std::invalid_argument("a template token is outside the vocabulary or is </s>");
     for (int g : gaps_)
       if (g < 0) throw std::invalid_argument("a template's gaps must be >= 0");
+    if (overrun_ < 0) throw std::invalid_argument("a template's overrun must be >= 0");
+    if (!continues_.empty() && static_cast<int>(continues_.size()) != vocab)
+      throw std::invalid_argument("a template's word marks must cover the vocabulary");
     const int size = static_cast<int>(tokens_.size());
     for (int i = 0; i < size; ++i)
       for (int n = 1; n <= 8 && i + n <= size; ++n) grams_.insert(make_gram(tokens_.data() + i, n));
@@ -62,8 +72,19 @@ class Template {
     }
     const int allowed = place.k < size ? tokens_[place.k] : end_id;
     const float kept = row[allowed];
-    for (int i = 0; i < vocab; ++i) row[i] = dead;
+    if (finishing_word(place)) {
+      for (int i = 0; i < vocab; ++i)
+        if (!continues_[i]) row[i] = dead;
+    } else {
+      for (int i = 0; i < vocab; ++i) row[i] = dead;
+    }
     row[allowed] = kept;
+  }
+
+  // Whether `place` (its gap spent) may still continue the word the model is writing
+  // (finishing_word in tm_guide/decoding/template.py).
+  bool finishing_word(const Place& place) const {
+    return !continues_.empty() && place.g > 0 && place.g < gaps_[place.k] + overrun_;
   }
 
   Place advance(const Place& place, int token) const {
@@ -75,6 +96,8 @@ class Template {
  private:
   std::vector<int> tokens_;
   std::vector<int> gaps_;
+  std::string continues_;
+  int overrun_;
   std::unordered_set<Gram, GramHash> grams_;  // its n-grams, n <= 8
 };
 

@@ -9,6 +9,7 @@ from flask import Blueprint, Response, jsonify
 
 from tm_guide import languages
 from tm_guide.errors import InvalidInput, NotFound
+from tm_guide.pieces.choice import ChoiceOptions
 from tm_guide.pieces.repair import RepairOptions
 from tm_guide.pieces.weighting import PieceWeighting
 from tm_guide.server.api.common import services
@@ -84,7 +85,12 @@ def _given(options: dict[str, Any]) -> dict[str, Any]:
 def _options(body: dict[str, Any]) -> SuggestOptions:
     options = _given(body.get("options") or {})
     # the document checks their spelling, the parsers their numbers
-    for name, parse in (("weighting", PieceWeighting.parse), ("repair", RepairOptions.parse)):
+    parsers = (
+        ("weighting", PieceWeighting.parse),
+        ("repair", RepairOptions.parse),
+        ("choice", ChoiceOptions.parse),
+    )
+    for name, parse in parsers:
         if options.get(name) is not None:
             try:
                 parse(options[name])
