@@ -12,7 +12,7 @@ from tm_guide.config import BUNDLED_MODEL
 from tm_guide.decoding import compiled, fused_engine
 from tm_guide.decoding.ct2_engine import CT2StepDecoder
 from tm_guide.decoding.search import SearchOptions, _finalize, beam_search, python_beam_search
-from tm_guide.decoding.template import START, TargetTemplate
+from tm_guide.decoding.template import CHARACTER, START, WORD, TargetTemplate, ahead_of
 from tm_guide.errors import InvalidInput
 from tm_guide.model import Bundle
 from tm_guide.pieces.repair import continuation_mask
@@ -63,9 +63,54 @@ def test_a_word_begun_in_a_spent_gap_may_be_finished_for_overrun_tokens():
         state = template.advance(state, 7 if state[1] == 1 else 8)
     empty = TargetTemplate((5, 6), (0, 1, 0), continues, overrun=2).advance(START, 5)
     row = np.zeros(10, dtype=np.float32)
-    template.mask((1, 0), row, END)  # a gap not begun is a gap: anything but </s>
-    assert empty == (1, 0) and np.isfinite(row).sum() == 9
-    assert template.longest == 2 + 1 + 2
+    # a gap not begun: anything but </s> and a piece glued to the kept word before it
+    template.mask((1, 0), row, END)
+    assert empty == (1, 0) and set(np.flatnonzero(~np.isfinite(row)).tolist()) == {END, 7, 8}
+    assert template.longest == 2 + 1 + 2 + 3  # tokens, gap, overrun, a character's last bytes
+
+
+def test_a_spent_gap_still_lets_a_character_be_finished():
+    """Past the overrun only the template's token may come, and a byte piece that continues a
+    character: a gap that ends inside a character has no valid UTF-8 way on."""
+    continues = np.zeros(10, dtype=np.uint8)
+    continues[7] = WORD
+    continues[8] = CHARACTER
+    template = TargetTemplate((5, 6), (0, 1, 0), continues, overrun=1)
+    row = np.zeros(10, dtype=np.float32)
+    template.mask((1, 2), row, END)
+    assert set(np.flatnonzero(np.isfinite(row)).tolist()) == {6, 8}
+
+
+def test_a_gap_owed_words_must_hold_one_before_the_template_goes_on():
+    template = TargetTemplate((5, 6), (0, 2, 2), least=(0, 1, 1))
+    state = template.advance(START, 5)
+    row = np.zeros(10, dtype=np.float32)
+    template.mask(state, row, END)  # the gap is empty: neither the next token nor </s>
+    assert set(np.flatnonzero(~np.isfinite(row)).tolist()) == {6, END}
+    assert template.advance(state, 6) == (1, 1)  # were it written, it is a free token
+    state = template.advance(template.advance(state, 7), 6)
+    assert state == (2, 0)
+    row = np.zeros(10, dtype=np.float32)
+    template.mask(state, row, END)  # the last gap owes one too: no </s> yet
+    assert set(np.flatnonzero(~np.isfinite(row)).tolist()) == {END}
+    with pytest.raises(InvalidInput):
+        TargetTemplate((5, 6), (0, 2, 2), least=(0, 3, 1))
+
+
+def test_a_gap_may_not_write_the_content_words_the_template_writes_next():
+    tokens = ["▁das", "▁Werkzeug", "▁dieses", "▁Werkzeug", "s", "▁zu", "▁aktivieren", "."]
+    index = {t: i for i, t in enumerate(dict.fromkeys(tokens), start=3)}
+    template = TargetTemplate.from_tokens(tokens, [0, 0, 2, 0, 0, 0, 0, 0, 0], index, lookahead=2)
+    assert template is not None
+    werkzeug, dieses, aktivieren = index["▁Werkzeug"], index["▁dieses"], index["▁aktivieren"]
+    # before "dieses" (k = 2): the next two words of four letters or more after it
+    assert template.ahead[2] == tuple(sorted({werkzeug, aktivieren}))
+    assert template.ahead[1] == tuple(sorted({dieses}))  # "Werkzeug" itself is the gap's end
+    assert template.ahead[len(tokens)] == ()
+    row = np.zeros(20, dtype=np.float32)
+    template.mask((2, 0), row, END)
+    assert not np.isfinite(row[[werkzeug, aktivieren, END]]).any()
+    assert np.isfinite(row).sum() == 20 - 3
 
 
 @pytest.mark.parametrize(
@@ -189,27 +234,38 @@ def _without_long_word(bundle, inputs):  # type: ignore[no-untyped-def]
 @pytest.mark.parametrize("lam", [0.0, 2.0])
 def test_compiled_search_finishes_words_past_a_gap_as_search_py_does(lam):
     """Templates whose spent gap may finish a word (the vocabulary's continuation tokens, four
-    tokens of overrun): both searches keep, close and rank the same hypotheses, and the word
-    the gap begins is written whole ("Tabellenkalkulation", not "Tabellen öffnen")."""
+    tokens of overrun), with and without the template's next words forbidden in the gap and a
+    token owed in it: both searches keep, close and rank the same hypotheses, and the word the
+    gap begins is written whole ("Tabellenkalkulation", not "Tabellen öffnen")."""
     bundle = Bundle.load(BUNDLED_MODEL, intra_threads=1)
+    vocabulary = bundle.vocabularies.target
     inputs = model_inputs(bundle, WORDY)
-    continues = continuation_mask(bundle.vocabularies.target)
+    continues = continuation_mask(vocabulary)
     plain = _without_long_word(bundle, inputs)
-    templates = [replace(t, continues=continues, overrun=4) for t in plain]
+    finishing = [replace(t, continues=continues, overrun=4) for t in plain]
+    looking = [
+        replace(t, ahead=ahead_of([vocabulary[i] for i in t.tokens], t.tokens, 3))
+        for t in finishing
+    ]
+    owing = [replace(t, least=tuple(int(g > 0) for g in t.gaps)) for t in looking]
     rewards = rewards_for(bundle, [["▁Datei"]] * len(inputs))
-    decoder = CT2StepDecoder(bundle.translator, bundle.vocabularies.target)
+    decoder = CT2StepDecoder(bundle.translator, vocabulary)
     options = SearchOptions(beam_size=4, max_length=MAX_LENGTH, lam=lam, num_hypotheses=2)
     caps = [MAX_LENGTH] * len(inputs)
     prefixes: list[list[int]] = [[] for _ in inputs]
-    expected = python_beam_search(decoder, inputs, options, rewards, caps, prefixes, templates)
-    closed = compiled.compiled_search(decoder, inputs, options, rewards, caps, prefixes, templates)
-    assert [_finalize(sentence, options) for sentence in closed] == expected
-    vocabulary = bundle.vocabularies.target
-    words = [bundle.decode_target([vocabulary[t] for t in best[0].token_ids]) for best in expected]
-    cut = python_beam_search(decoder, inputs, options, rewards, caps, prefixes, plain)
-    cut_words = [bundle.decode_target([vocabulary[t] for t in best[0].token_ids]) for best in cut]
-    assert "Tabellenkalkulation" in words[0] and "Tabellenkalkulation" not in cut_words[0]
-    assert words != cut_words
+    outputs = {}
+    variants = (("plain", plain), ("finishing", finishing), ("looking", looking), ("owing", owing))
+    for name, templates in variants:
+        expected = python_beam_search(decoder, inputs, options, rewards, caps, prefixes, templates)
+        closed = compiled.compiled_search(
+            decoder, inputs, options, rewards, caps, prefixes, templates
+        )
+        assert [_finalize(sentence, options) for sentence in closed] == expected, name
+        outputs[name] = [
+            bundle.decode_target([vocabulary[t] for t in best[0].token_ids]) for best in expected
+        ]
+    assert "Tabellenkalkulation" in outputs["finishing"][0]
+    assert "Tabellenkalkulation" not in outputs["plain"][0]
 
 
 @pytest.mark.skipif(not compiled.available(), reason="the fused engine was not built")

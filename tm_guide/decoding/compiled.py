@@ -127,6 +127,8 @@ def template_objects(
             end_id,
             t.continues.astype(np.uint8).tobytes() if t.continues is not None else b"",
             t.overrun,
+            [list(a) for a in t.ahead],
+            list(t.least),
         )
         if t is not None
         else None

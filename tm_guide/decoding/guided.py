@@ -335,6 +335,8 @@ class GuidedTranslator:
                     self.token_to_id,
                     self.continues,
                     found.template.overrun,
+                    found.template.lookahead,
+                    found.template.least,
                 )
             reward = None
             if found and options.search.lam > 0:
@@ -405,6 +407,7 @@ class GuidedTranslator:
         hypotheses: dict[int, Hypothesis] = {}
         found_alternatives: dict[int, list[tuple[Alternative, Hypothesis]]] = {}
         decoding: dict[int, float] = {}
+        lost: set[int] = set()  # sentences whose guided search found no output
         search = options.search
         # The model's position table bounds the output; CTranslate2 fails the batch past it.
         search = replace(search, max_length=self.bundle.decoding_length(search.max_length))
@@ -449,14 +452,17 @@ class GuidedTranslator:
                 )
             share = (clock() - started) / len(batch)
             for i, alt, best in zip(batch, alts, found, strict=True):
-                if alt is None:
+                decoding[i] = decoding.get(i, 0.0) + share
+                if not best:  # no output the template allows: the native search answers
+                    log.warning("a guided search found no output; the model's own is served")
+                    lost.add(i)
+                elif alt is None:
                     hypotheses[i] = best[0]
                 else:
                     found_alternatives.setdefault(i, []).append((alt, best[0]))
-                decoding[i] = decoding.get(i, 0.0) + share
         unguided: dict[int, Hypothesis] = {}
         wanted_unguided = native_ids + (guided_ids if options.return_unguided else [])
-        wanted_unguided = sorted(set(wanted_unguided) | set(choosing))
+        wanted_unguided = sorted(set(wanted_unguided) | set(choosing) | lost)
         timed_with_others = set(choosing)  # their native search is one of their candidates
         for batch in _batches(sorted(wanted_unguided), sources, options.engine.batch_size):
             started = clock()
@@ -533,7 +539,7 @@ class GuidedTranslator:
                 repaired_segment=found.template.segment_id if template is not None else None,
                 offsets=offsets,
             )
-            if outcome.alternatives and unguided is not None:
+            if outcome.alternatives and outcome.guided and unguided is not None:
                 result = self._chosen(result, outcome, found, options.choice)
             results.append(result)
         return results

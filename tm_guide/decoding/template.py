@@ -6,13 +6,23 @@ in order and, before each of them and after the last, how many free tokens the m
 there (its gaps). A hypothesis is in state (k, g): k template tokens produced, g free tokens in the
 current gap. On the next token u:
 
-* u = tokens[k] (k < K) is always allowed and moves to (k + 1, 0);
-* any other token except </s> is allowed while g < gaps[k] and moves to (k, g + 1);
+* u = tokens[k] (k < K) is allowed once the gap holds its `least[k]` free tokens and moves to
+  (k + 1, 0); a gap the model owes words (the source changed there) holds at least one, or the
+  model may leave it empty and drop what changed ("Ausgewählte %s" for "Export selected %s");
+* any other token except </s> is allowed while g < gaps[k] and moves to (k, g + 1), except the
+  words the template writes next (`ahead[k]`): a gap that writes them copies them ("das Werkzeug
+  dieses Werkzeug");
+* a token that continues a word is not allowed first in a gap after a template token (g = 0,
+  k > 0): a kept word is the match's own, and a piece glued to it writes "diedatei" where the
+  match had "die Videodatei";
 * once the gap is spent (g >= gaps[k]) but the word the model is writing is not finished (g > 0),
   a token that continues a word (`continues`: no word-start mark) is allowed for up to
   `overrun` more tokens and moves to (k, g + 1): a gap is sized in tokens, a word is not, and
-  cutting the model off mid-word writes "den s." where it meant "den Start.";
-* </s> is allowed only once every template token is produced (k = K).
+  cutting the model off mid-word writes "den s." where it meant "den Start."; past that, a
+  byte piece that continues a character (`continues` code CHARACTER) is still allowed, since a
+  gap that ends inside a character leaves no valid UTF-8 way on (tm_guide.decoding.utf8);
+* </s> is allowed only once every template token is produced (k = K) and the last gap holds
+  its least.
 
 A forbidden token gets the log-probability -inf before the candidates are ranked, and a candidate
 with the total -inf never closes a hypothesis (it only fills the beam, as a dead row). The model's
@@ -33,7 +43,12 @@ from functools import lru_cache
 import numpy as np
 
 from tm_guide.errors import InvalidInput
+from tm_guide.pieces.tokenizer import SENTENCEPIECE_SPACE
 
+# codes of `continues`: a token that starts a word, one that continues it, and a byte piece
+# that continues a character (UTF-8 0x80-0xBF)
+WORD_START, WORD, CHARACTER = 0, 1, 2
+MAX_CHARACTER_TAIL = 3  # continuation bytes of one UTF-8 character
 State = tuple[int, int]
 START: State = (0, 0)
 
@@ -41,13 +56,18 @@ START: State = (0, 0)
 @dataclass(frozen=True)
 class TargetTemplate:
     """Kept target token ids and the free tokens allowed before each one (gaps[K]: after the
-    last); `continues` marks the vocabulary's tokens that continue a word (None: none do), which
-    may finish a word for `overrun` tokens past a spent gap."""
+    last); `continues` codes the vocabulary's tokens (WORD_START, WORD, CHARACTER: see
+    repair.continuation_mask; None: every token starts a word), whose continuations may finish
+    a word for `overrun` tokens past a spent gap."""
 
     tokens: tuple[int, ...]
     gaps: tuple[int, ...]
     continues: np.ndarray | None = field(default=None, compare=False, repr=False)
     overrun: int = 0
+    # per template token: the tokens the gap before it may not write (ahead_of)
+    ahead: tuple[tuple[int, ...], ...] = ()
+    # per gap: the free tokens it must hold (empty: none)
+    least: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.tokens:
@@ -56,6 +76,13 @@ class TargetTemplate:
             raise InvalidInput("a target template needs one gap per token and one after them")
         if any(g < 0 for g in self.gaps) or self.overrun < 0:
             raise InvalidInput("a template's gaps and overrun must be >= 0", field="template")
+        if self.ahead and len(self.ahead) != len(self.gaps):
+            raise InvalidInput("a template needs one lookahead per gap", field="template")
+        if self.least and (
+            len(self.least) != len(self.gaps)
+            or any(not 0 <= m <= g for m, g in zip(self.least, self.gaps, strict=True))
+        ):
+            raise InvalidInput("a template needs one least per gap, within it", field="template")
 
     @classmethod
     def from_tokens(
@@ -65,19 +92,32 @@ class TargetTemplate:
         token_to_id: Mapping[str, int],
         continues: np.ndarray | None = None,
         overrun: int = 0,
+        lookahead: int = 0,
+        least: Sequence[int] = (),
     ) -> TargetTemplate | None:
         """The template over vocabulary ids; None when a kept token is outside the vocabulary
-        (the model could never produce it)."""
+        (the model could never produce it). `lookahead`: how many of the template's next words
+        a gap may not write (ahead_of)."""
         ids = tuple(token_to_id.get(token, -1) for token in tokens)
         if not ids or -1 in ids:
             return None
-        return cls(ids, tuple(int(g) for g in gaps), continues, overrun)
+        ahead = ahead_of(tokens, ids, lookahead) if lookahead > 0 else ()
+        return cls(
+            ids,
+            tuple(int(g) for g in gaps),
+            continues,
+            overrun,
+            ahead,
+            tuple(int(m) for m in least),
+        )
 
     @property
     def longest(self) -> int:
         """The longest output the template allows, </s> not counted."""
         overruns = (
-            sum(self.overrun for g in self.gaps if g > 0) if self.continues is not None else 0
+            sum(self.overrun + MAX_CHARACTER_TAIL for g in self.gaps if g > 0)
+            if self.continues is not None
+            else 0
         )
         return len(self.tokens) + sum(self.gaps) + overruns
 
@@ -97,13 +137,21 @@ class TargetTemplate:
         if g < self.gaps[k]:
             if k < len(self.tokens):
                 log_probs[end_id] = -np.inf
+            if self.ahead:
+                log_probs[list(self.ahead[k])] = -np.inf
+            if g == 0 and k > 0 and self.continues is not None:
+                log_probs[self.continues != WORD_START] = -np.inf
+            if g < self.least_at(k):
+                log_probs[self.tokens[k] if k < len(self.tokens) else end_id] = -np.inf
             return
         allowed = self.tokens[k] if k < len(self.tokens) else end_id
         kept = log_probs[allowed]
-        if self.continues is not None and self.finishing_word(state):
-            log_probs[~self.continues] = -np.inf
-        else:
+        if self.continues is None:
             log_probs[:] = -np.inf
+        elif self.finishing_word(state):
+            log_probs[self.continues == WORD_START] = -np.inf
+        else:
+            log_probs[self.continues != CHARACTER] = -np.inf
         log_probs[allowed] = kept
 
     def finishing_word(self, state: State) -> bool:
@@ -114,9 +162,13 @@ class TargetTemplate:
     def advance(self, state: State, token: int) -> State:
         """The state after producing `token` (an allowed one, not </s>)."""
         k, g = state
-        if k < len(self.tokens) and token == self.tokens[k]:
+        if k < len(self.tokens) and token == self.tokens[k] and g >= self.least_at(k):
             return (k + 1, 0)
         return (k, g + 1)
+
+    def least_at(self, k: int) -> int:
+        """The free tokens the gap before template token k must hold."""
+        return self.least[k] if self.least else 0
 
     def next_token(self, state: State) -> int:
         """The template token `state` may produce next; -1 once all are produced."""
@@ -144,6 +196,25 @@ class TargetTemplate:
             state = self.advance(state, token)
             which.append(k if state[0] > k else None)
         return which
+
+
+def ahead_of(
+    tokens: Sequence[str], ids: Sequence[int], lookahead: int
+) -> tuple[tuple[int, ...], ...]:
+    """For the gap before each template token (and after the last): the first tokens of the
+    next `lookahead` template words after that token, where they spell a word of four letters
+    or more (a content word: "die ... die" is German, "Werkzeug ... Werkzeug" a copy), less the
+    token itself, which the gap's end writes anyway."""
+    starts = [
+        i
+        for i, token in enumerate(tokens)
+        if token.startswith(SENTENCEPIECE_SPACE) and sum(c.isalpha() for c in token) >= 4
+    ]
+    ahead = []
+    for k in range(len(tokens) + 1):
+        following = [i for i in starts if i > k][:lookahead]
+        ahead.append(tuple(sorted({ids[i] for i in following} - {ids[k] if k < len(ids) else -1})))
+    return tuple(ahead)
 
 
 @lru_cache(maxsize=256)

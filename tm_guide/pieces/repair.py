@@ -34,12 +34,18 @@ class RepairOptions:
     gap_scale, gap_margin: free tokens allowed at a place to rewrite, per token owed there, and
     on top (by default 1 and 1, the demo card's: the least room that scores as well as more
     on the help dev set); overrun: tokens past a spent gap that may still finish the word the
-    model is writing (tm_guide.decoding.template), so that a gap never ends mid-word."""
+    model is writing (tm_guide.decoding.template), so that a gap never ends mid-word;
+    lookahead: how many of the template's next words a gap may not write (it would copy them);
+    agreement: a kept word of at most this many letters right before a changed word is
+    rewritten with it (an article or a preposition agrees with the new word: "das Startcenter"
+    becomes "den Startbildschirm"; 0: never)."""
 
     threshold: float | None = None
     gap_scale: int = 1
     gap_margin: int = 1
     overrun: int = 4
+    lookahead: int = 3
+    agreement: int = 3
 
     def __post_init__(self) -> None:
         if self.threshold is not None and not 0.0 < self.threshold <= 1.0:
@@ -47,8 +53,10 @@ class RepairOptions:
                 f"the repair threshold must be in (0, 1], not {self.threshold}",
                 field="repair_threshold",
             )
-        if self.gap_scale < 0 or self.gap_margin < 0 or self.overrun < 0:
-            raise InvalidInput("gap_scale, gap_margin and overrun must be >= 0", field="repair")
+        if min(self.gap_scale, self.gap_margin, self.overrun, self.lookahead, self.agreement) < 0:
+            raise InvalidInput(
+                "gap_scale, gap_margin, overrun and lookahead must be >= 0", field="repair"
+            )
 
     def applies(self, similarity: float) -> bool:
         return self.threshold is not None and similarity >= self.threshold
@@ -94,6 +102,10 @@ class MatchTemplate:
     segment_id: int
     similarity: float
     overrun: int = 0  # RepairOptions.overrun
+    lookahead: int = 0  # RepairOptions.lookahead
+    # per gap: the free tokens it must hold: one where tokens are owed (the source changed
+    # there), none where words were only dropped (empty: none anywhere)
+    least: tuple[int, ...] = ()
 
 
 def word_starts(tokens: tuple[str, ...]) -> list[bool]:
@@ -110,13 +122,15 @@ def word_starts(tokens: tuple[str, ...]) -> list[bool]:
 
 
 def continuation_mask(vocabulary: Sequence[str]) -> np.ndarray:
-    """Which tokens of a SentencePiece vocabulary continue a word: no space mark, not
-    punctuation (which word_starts counts as a word), not a control token (`<s>`, `</s>`,
-    `<unk>`, a language token); byte pieces do, as the rest of a character."""
-    mask = np.zeros(len(vocabulary), dtype=bool)
+    """How each token of a SentencePiece vocabulary follows the one before (the codes of
+    tm_guide.decoding.template): 1 where it continues a word (no space mark, not punctuation,
+    which word_starts counts as a word, not a control token such as `<s>`, `</s>`, `<unk>` or a
+    language token), 2 for a byte piece that continues a character (0x80-0xBF), 0 else (it
+    starts a word). Other byte pieces continue a word."""
+    mask = np.zeros(len(vocabulary), dtype=np.uint8)
     for i, token in enumerate(vocabulary):
         if _BYTE_PIECE.fullmatch(token):
-            mask[i] = True
+            mask[i] = 2 if 0x80 <= int(token[3:5], 16) <= 0xBF else 1
         elif token.startswith("<") and token.endswith(">") or token.startswith("__"):
             continue
         else:
@@ -143,6 +157,7 @@ def match_template(
     words = list(itertools.accumulate(int(s) for s in starts))  # each token's word (1-based)
     ends = [i for i in range(1, len(target) + 1) if i == len(target) or starts[i]]
     dropped_words = {w for w, links in zip(words, pair.target_links, strict=True) if links & edited}
+    dropped_words |= _agreeing(pair, words, dropped_words, comparison, options.agreement)
     kept = [i for i, w in enumerate(words) if w not in dropped_words]
     if not kept:
         return None
@@ -185,7 +200,43 @@ def match_template(
         segment_id=pair.segment_id,
         similarity=comparison.similarity,
         overrun=options.overrun,
+        lookahead=options.lookahead,
+        least=tuple(int(need > 0 and options.gap_scale + options.gap_margin > 0) for need in gaps),
     )
+
+
+def _agreeing(
+    pair: AlignedPair,
+    words: list[int],
+    dropped_words: set[int],
+    comparison: EditComparison,
+    letters: int,
+) -> set[int]:
+    """The short kept words (a space-led word of at most `letters` letters) right before a
+    word (with a letter) dropped for an edited source token: the words that agree with what the
+    model writes there, or with what is left once it is gone."""
+    if letters <= 0:
+        return set()
+    edited = ((1 << len(pair.source)) - 1) & ~comparison.unedited
+    text: dict[int, str] = {}
+    spaced: set[int] = set()
+    for w, token in zip(words, pair.target, strict=True):
+        if w not in text and token.startswith(SENTENCEPIECE_SPACE):
+            spaced.add(w)
+        text[w] = text.get(w, "") + token.replace(SENTENCEPIECE_SPACE, "")
+    changed = {
+        w
+        for w, links in zip(words, pair.target_links, strict=True)
+        if w in dropped_words and links & edited and any(c.isalpha() for c in text[w])
+    }
+    return {
+        w - 1
+        for w in changed
+        if w - 1 in spaced
+        and w - 1 not in dropped_words
+        and text[w - 1].isalpha()
+        and len(text[w - 1]) <= letters
+    }
 
 
 def _aligned_targets(pair: AlignedPair) -> dict[int, list[int]]:

@@ -132,9 +132,12 @@ PYBIND11_MODULE(_fused, m) {
            py::arg("limits") = std::vector<int>());
 
   py::class_<Template, std::shared_ptr<Template>>(m, "Template")
-      .def(py::init<std::vector<int>, std::vector<int>, int, int, std::string, int>(),
+      .def(py::init<std::vector<int>, std::vector<int>, int, int, std::string, int,
+                    std::vector<std::vector<int>>, std::vector<int>>(),
            py::arg("tokens"), py::arg("gaps"), py::arg("vocab"), py::arg("end_id"),
-           py::arg("continues") = std::string(), py::arg("overrun") = 0);
+           py::arg("continues") = std::string(), py::arg("overrun") = 0,
+           py::arg("ahead") = std::vector<std::vector<int>>(),
+           py::arg("least") = std::vector<int>());
 
   py::class_<Model>(m, "Model")
       .def(py::init<py::dict, py::dict>())

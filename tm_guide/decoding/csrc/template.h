@@ -17,16 +17,24 @@ struct Place {
   int g = 0;  // free tokens in the current gap
 };
 
+// codes of Template's `continues` (WORD_START, WORD, CHARACTER in template.py)
+constexpr char kWordStart = 0, kWord = 1, kCharacter = 2;
+
 class Template {
  public:
-  // `continues`: one byte per vocabulary token, non-zero where it continues a word (empty:
-  // none do); such a token may finish a word for `overrun` tokens past a spent gap.
+  // `continues`: one code per vocabulary token, kWordStart, kWord (continues a word) or
+  // kCharacter (a UTF-8 continuation byte; empty: every token starts a word); such a token may finish a word for `overrun` tokens past a spent gap. `ahead`:
+  // per gap, the tokens it may not write (the template's next words; empty: none). `least`:
+  // per gap, the free tokens it must hold (empty: none).
   Template(std::vector<int> tokens, std::vector<int> gaps, int vocab, int end_id,
-           std::string continues = std::string(), int overrun = 0)
+           std::string continues = std::string(), int overrun = 0,
+           std::vector<std::vector<int>> ahead = {}, std::vector<int> least = {})
       : tokens_(std::move(tokens)),
         gaps_(std::move(gaps)),
         continues_(std::move(continues)),
-        overrun_(overrun) {
+        overrun_(overrun),
+        ahead_(std::move(ahead)),
+        least_(std::move(least)) {
     if (tokens_.empty()) throw std::invalid_argument("a template needs at least one token");
     if (gaps_.size() != tokens_.size() + 1)
       throw std::invalid_argument("a template needs one gap per token and one after them");
@@ -38,6 +46,16 @@ class Template {
     if (overrun_ < 0) throw std::invalid_argument("a template's overrun must be >= 0");
     if (!continues_.empty() && static_cast<int>(continues_.size()) != vocab)
       throw std::invalid_argument("a template's word marks must cover the vocabulary");
+    if (!ahead_.empty() && ahead_.size() != gaps_.size())
+      throw std::invalid_argument("a template needs one lookahead per gap");
+    if (!least_.empty() && least_.size() != gaps_.size())
+      throw std::invalid_argument("a template needs one least per gap, within it");
+    for (size_t i = 0; i < least_.size(); ++i)
+      if (least_[i] < 0 || least_[i] > gaps_[i])
+        throw std::invalid_argument("a template needs one least per gap, within it");
+    for (const auto& tokens : ahead_)
+      for (int t : tokens)
+        if (t < 0 || t >= vocab) throw std::invalid_argument("a lookahead token is outside");
     const int size = static_cast<int>(tokens_.size());
     for (int i = 0; i < size; ++i)
       for (int n = 1; n <= 8 && i + n <= size; ++n) grams_.insert(make_gram(tokens_.data() + i, n));
@@ -68,15 +86,24 @@ class Template {
     constexpr float dead = -std::numeric_limits<float>::infinity();
     if (place.g < gaps_[place.k]) {
       if (place.k < size) row[end_id] = dead;
+      if (!ahead_.empty())
+        for (int t : ahead_[place.k]) row[t] = dead;
+      if (place.g == 0 && place.k > 0 && !continues_.empty())
+        for (int i = 0; i < vocab; ++i)
+          if (continues_[i] != kWordStart) row[i] = dead;
+      if (place.g < least_at(place.k)) row[place.k < size ? tokens_[place.k] : end_id] = dead;
       return;
     }
     const int allowed = place.k < size ? tokens_[place.k] : end_id;
     const float kept = row[allowed];
-    if (finishing_word(place)) {
-      for (int i = 0; i < vocab; ++i)
-        if (!continues_[i]) row[i] = dead;
-    } else {
+    if (continues_.empty()) {
       for (int i = 0; i < vocab; ++i) row[i] = dead;
+    } else if (finishing_word(place)) {
+      for (int i = 0; i < vocab; ++i)
+        if (continues_[i] == kWordStart) row[i] = dead;
+    } else {  // a byte piece may still finish a character (the UTF-8 rule allows no other way)
+      for (int i = 0; i < vocab; ++i)
+        if (continues_[i] != kCharacter) row[i] = dead;
     }
     row[allowed] = kept;
   }
@@ -88,16 +115,22 @@ class Template {
   }
 
   Place advance(const Place& place, int token) const {
-    if (place.k < static_cast<int>(tokens_.size()) && token == tokens_[place.k])
+    if (place.k < static_cast<int>(tokens_.size()) && token == tokens_[place.k] &&
+        place.g >= least_at(place.k))
       return Place{place.k + 1, 0};
     return Place{place.k, place.g + 1};
   }
+
+  // The free tokens the gap before template token k must hold.
+  int least_at(int k) const { return least_.empty() ? 0 : least_[k]; }
 
  private:
   std::vector<int> tokens_;
   std::vector<int> gaps_;
   std::string continues_;
   int overrun_;
+  std::vector<std::vector<int>> ahead_;
+  std::vector<int> least_;
   std::unordered_set<Gram, GramHash> grams_;  // its n-grams, n <= 8
 };
 

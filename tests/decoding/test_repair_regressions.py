@@ -1,0 +1,149 @@
+"""The repair's failure kinds, one real example each, decoded by the demo model.
+
+Each case is a close match with its word alignment given by hand (the alignment a large memory
+gives; eflomal on a handful of pairs would make its own mistakes, which are not the repair's),
+an input that changes part of its source, and the surface a translator would accept. The
+template is built by match_template with the card's repair options and decoded by the model
+under it, with no piece reward, so what is tested is the repair itself.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tm_guide.config import BUNDLED_MODEL
+from tm_guide.decoding import compiled
+from tm_guide.decoding.ct2_engine import CT2StepDecoder
+from tm_guide.decoding.search import SearchOptions, beam_search
+from tm_guide.decoding.template import TargetTemplate
+from tm_guide.model import Bundle
+from tm_guide.pieces.collect import AlignedPair, compare
+from tm_guide.pieces.repair import RepairOptions, continuation_mask, match_template
+
+
+@pytest.fixture(scope="module")
+def repair():  # type: ignore[no-untyped-def]
+    bundle = Bundle.load(BUNDLED_MODEL, intra_threads=1)
+    if compiled.available():
+        from tm_guide.decoding.fused_engine import FusedDecoder
+
+        decoder = FusedDecoder(bundle.path)
+    else:
+        decoder = CT2StepDecoder(bundle.translator, bundle.vocabularies.target)
+    vocabulary = list(bundle.vocabularies.target)
+    index = {t: i for i, t in enumerate(vocabulary)}
+    continues = continuation_mask(vocabulary)
+
+    def tokens(text: str, encode) -> tuple[list[str], list[int]]:  # type: ignore[no-untyped-def]
+        """The pieces of each space-separated word, and the word each piece belongs to."""
+        pieces: list[str] = []
+        owners: list[int] = []
+        for w, word in enumerate(text.split()):
+            encoded = encode(word)
+            pieces += encoded
+            owners += [w] * len(encoded)
+        return pieces, owners
+
+    def run(source: str, target: str, links: set[tuple[int, int]], query: str) -> str:
+        """The repaired target of the match (source, target) for `query`; `links` are (source
+        word, target word) pairs, words split at spaces."""
+        source_tokens, source_words = tokens(source, bundle.encode_source)
+        target_tokens, target_words = tokens(target, bundle.encode_target)
+        token_links = [
+            (i, j)
+            for i, s in enumerate(source_words)
+            for j, t in enumerate(target_words)
+            if (s, t) in links
+        ]
+        pair = AlignedPair.build(1, source_tokens, target_tokens, token_links)
+        query_tokens = bundle.encode_source(query)
+        shape = match_template(pair, compare(query_tokens, pair.source), RepairOptions(0.5))
+        assert shape is not None
+        template = TargetTemplate.from_tokens(
+            shape.tokens,
+            shape.gaps,
+            index,
+            continues,
+            shape.overrun,
+            shape.lookahead,
+            shape.least,
+        )
+        assert template is not None
+        found = beam_search(
+            decoder,
+            [bundle.source_input(query_tokens)],
+            SearchOptions(beam_size=5, max_length=64),
+            None,
+            max_lengths=[min(64, template.longest + 1)],
+            templates=[template],
+        )
+        return bundle.decode_target([vocabulary[t] for t in found[0][0].token_ids])
+
+    return run
+
+
+def test_a_deleted_word_goes_whole_and_leaves_no_piece_glued_to_the_seam(repair):  # type: ignore[no-untyped-def]
+    # was "Spielt diedatei ab.": "Video" went, and the model glued "datei" to the kept "die"
+    out = repair(
+        "Play the video file.",
+        "Spielt die Videodatei ab.",
+        {(0, 0), (0, 3), (1, 1), (2, 2), (3, 2)},
+        "Play the file.",
+    )
+    assert out == "Spielt die Datei ab."
+
+
+def test_a_gap_does_not_copy_the_words_that_follow_it(repair):  # type: ignore[no-untyped-def]
+    # was "..., das Werkzeug dieses Werkzeug zu aktivieren."
+    out = repair(
+        "Here you can find several ways to activate the tool.",
+        "Hier finden Sie verschiedene Möglichkeiten, das Werkzeug zu aktivieren.",
+        {(0, 0), (1, 2), (2, 1), (3, 1), (4, 3), (5, 4), (6, 7), (7, 8), (8, 5), (9, 6)},
+        "Here you can find several ways to activate this tool.",
+    )
+    assert out == "Hier finden Sie verschiedene Möglichkeiten, dieses Werkzeug zu aktivieren."
+
+
+def test_a_changed_word_is_written_whole_and_its_article_agrees(repair):  # type: ignore[no-untyped-def]
+    # was "Erfahren Sie mehr über das Startcen.": the gap spent mid-word, "das" kept
+    out = repair(
+        "Learn more about the start center.",
+        "Erfahren Sie mehr über das Startcenter.",
+        {(0, 0), (0, 1), (1, 2), (2, 3), (3, 4), (4, 5), (5, 5)},
+        "Learn more about the start screen.",
+    )
+    assert out == "Erfahren Sie mehr über den Startbildschirm."
+
+
+def test_a_word_aligned_to_a_changed_source_word_is_not_kept(repair):  # type: ignore[no-untyped-def]
+    # was "..., um den Bildschirm aufzunehmen." where "capture" became "display"
+    out = repair(
+        "Choose this option to capture the screen.",
+        "Wählen Sie diese Option, um den Bildschirm aufzunehmen.",
+        {(0, 0), (0, 1), (1, 2), (2, 3), (3, 4), (3, 7), (4, 7), (5, 5), (6, 6)},
+        "Choose this option to display the screen.",
+    )
+    assert out == "Wählen Sie diese Option, um den Bildschirm anzuzeigen."
+
+
+def test_a_changed_content_word_is_rewritten_not_dropped(repair):  # type: ignore[no-untyped-def]
+    # was "Ausgewählte %(verbose_name_plural)s löschen" (the verb kept) and, with the verb
+    # dropped, "Ausgewählte %(verbose_name_plural)s" (the gap left empty)
+    out = repair(
+        "Delete selected %(verbose_name_plural)s",
+        "Ausgewählte %(verbose_name_plural)s löschen",
+        {(0, 2), (1, 0), (2, 1)},
+        "Export selected %(verbose_name_plural)s",
+    )
+    assert out == "Ausgewählte %(verbose_name_plural)s exportieren"
+
+
+def test_a_possessive_before_a_changed_noun_agrees_with_it(repair):  # type: ignore[no-untyped-def]
+    # the kind of "Ihrer Bildschirms": "Ihrem" is kept whole, and the new noun fits it
+    out = repair(
+        "Click the button in your window.",
+        "Klicken Sie auf die Schaltfläche in Ihrem Fenster.",
+        {(0, 0), (0, 1), (1, 3), (2, 4), (3, 5), (4, 6), (5, 7)},
+        "Click the button on your screen.",
+    )
+    assert out == "Klicken Sie auf die Schaltfläche auf Ihrem Bildschirm."
