@@ -15,7 +15,7 @@ from tm_guide.decoding.search import SearchOptions, _finalize, beam_search, pyth
 from tm_guide.decoding.template import CHARACTER, START, WORD, TargetTemplate, ahead_of
 from tm_guide.errors import InvalidInput
 from tm_guide.model import Bundle
-from tm_guide.pieces.repair import continuation_mask
+from tm_guide.pieces.repair import continuation_mask, is_mark
 
 from .helpers import model_inputs, rewards_for, teacher_forced
 
@@ -52,7 +52,7 @@ def test_a_template_allows_its_next_token_and_free_tokens_while_the_gap_lasts():
 def test_a_word_begun_in_a_spent_gap_may_be_finished_for_overrun_tokens():
     continues = np.zeros(10, dtype=bool)
     continues[[7, 8]] = True  # tokens 7 and 8 continue a word; 9 starts one
-    template = TargetTemplate((5, 6), (0, 1, 0), continues, overrun=2)
+    template = TargetTemplate((5, 6), (0, 1, 0), continues, overrun=2, joins=(False, True, True))
     state = template.advance(template.advance(START, 5), 9)
     assert state == (1, 1)  # the gap of 1 is spent, in the middle of the word 9 began
     for expected_state, allowed in [((1, 1), {6, 7, 8}), ((1, 2), {6, 7, 8}), ((1, 3), {6})]:
@@ -234,9 +234,10 @@ def _without_long_word(bundle, inputs):  # type: ignore[no-untyped-def]
 @pytest.mark.parametrize("lam", [0.0, 2.0])
 def test_compiled_search_finishes_words_past_a_gap_as_search_py_does(lam):
     """Templates whose spent gap may finish a word (the vocabulary's continuation tokens, four
-    tokens of overrun), with and without the template's next words forbidden in the gap and a
-    token owed in it: both searches keep, close and rank the same hypotheses, and the word the
-    gap begins is written whole ("Tabellenkalkulation", not "Tabellen öffnen")."""
+    tokens of overrun), with and without the template's next words forbidden in the gap, no
+    piece glued to a kept word and a token owed in it: both searches keep, close and rank the
+    same hypotheses, and the word the gap begins is written whole ("Tabellenkalkulation", not
+    "Tabellen öffnen")."""
     bundle = Bundle.load(BUNDLED_MODEL, intra_threads=1)
     vocabulary = bundle.vocabularies.target
     inputs = model_inputs(bundle, WORDY)
@@ -244,7 +245,11 @@ def test_compiled_search_finishes_words_past_a_gap_as_search_py_does(lam):
     plain = _without_long_word(bundle, inputs)
     finishing = [replace(t, continues=continues, overrun=4) for t in plain]
     looking = [
-        replace(t, ahead=ahead_of([vocabulary[i] for i in t.tokens], t.tokens, 3))
+        replace(
+            t,
+            ahead=ahead_of([vocabulary[i] for i in t.tokens], t.tokens, 3),
+            joins=(False, *(not is_mark(vocabulary[i]) for i in t.tokens)),
+        )
         for t in finishing
     ]
     owing = [replace(t, least=tuple(int(g > 0) for g in t.gaps)) for t in looking]

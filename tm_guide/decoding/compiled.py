@@ -129,6 +129,7 @@ def template_objects(
             t.overrun,
             [list(a) for a in t.ahead],
             list(t.least),
+            [int(j) for j in t.joins],
         )
         if t is not None
         else None

@@ -12,9 +12,10 @@ current gap. On the next token u:
 * any other token except </s> is allowed while g < gaps[k] and moves to (k, g + 1), except the
   words the template writes next (`ahead[k]`): a gap that writes them copies them ("das Werkzeug
   dieses Werkzeug");
-* a token that continues a word is not allowed first in a gap after a template token (g = 0,
-  k > 0): a kept word is the match's own, and a piece glued to it writes "diedatei" where the
-  match had "die Videodatei";
+* a token that continues a word is not allowed first in a gap after a template token that is
+  part of a word (`joins[k]`: not punctuation, after which such a token starts a word, as "11"
+  in "13.11"): a kept word is the match's own, and a piece glued to it writes "diedatei" where
+  the match had "die Videodatei";
 * once the gap is spent (g >= gaps[k]) but the word the model is writing is not finished (g > 0),
   a token that continues a word (`continues`: no word-start mark) is allowed for up to
   `overrun` more tokens and moves to (k, g + 1): a gap is sized in tokens, a word is not, and
@@ -43,6 +44,7 @@ from functools import lru_cache
 import numpy as np
 
 from tm_guide.errors import InvalidInput
+from tm_guide.pieces.repair import is_mark
 from tm_guide.pieces.tokenizer import SENTENCEPIECE_SPACE
 
 # codes of `continues`: a token that starts a word, one that continues it, and a byte piece
@@ -68,6 +70,9 @@ class TargetTemplate:
     ahead: tuple[tuple[int, ...], ...] = ()
     # per gap: the free tokens it must hold (empty: none)
     least: tuple[int, ...] = ()
+    # per gap: whether the template token before it is part of a word, which a token that
+    # continues a word would be glued to (empty: none is)
+    joins: tuple[bool, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.tokens:
@@ -78,6 +83,8 @@ class TargetTemplate:
             raise InvalidInput("a template's gaps and overrun must be >= 0", field="template")
         if self.ahead and len(self.ahead) != len(self.gaps):
             raise InvalidInput("a template needs one lookahead per gap", field="template")
+        if self.joins and len(self.joins) != len(self.gaps):
+            raise InvalidInput("a template needs one join per gap", field="template")
         if self.least and (
             len(self.least) != len(self.gaps)
             or any(not 0 <= m <= g for m, g in zip(self.least, self.gaps, strict=True))
@@ -102,6 +109,7 @@ class TargetTemplate:
         if not ids or -1 in ids:
             return None
         ahead = ahead_of(tokens, ids, lookahead) if lookahead > 0 else ()
+        joins = (False,) + tuple(not is_mark(token) for token in tokens)
         return cls(
             ids,
             tuple(int(g) for g in gaps),
@@ -109,6 +117,7 @@ class TargetTemplate:
             overrun,
             ahead,
             tuple(int(m) for m in least),
+            joins if continues is not None else (),
         )
 
     @property
@@ -139,7 +148,7 @@ class TargetTemplate:
                 log_probs[end_id] = -np.inf
             if self.ahead:
                 log_probs[list(self.ahead[k])] = -np.inf
-            if g == 0 and k > 0 and self.continues is not None:
+            if g == 0 and self.joins and self.joins[k] and self.continues is not None:
                 log_probs[self.continues != WORD_START] = -np.inf
             if g < self.least_at(k):
                 log_probs[self.tokens[k] if k < len(self.tokens) else end_id] = -np.inf

@@ -114,7 +114,7 @@ def word_starts(tokens: tuple[str, ...]) -> list[bool]:
     does not drop the rest); every token when none carries the mark (whole-word tokens)."""
     if not any(SENTENCEPIECE_SPACE in token for token in tokens):
         return [True] * len(tokens)
-    marks = [_is_mark(token) for token in tokens]
+    marks = [is_mark(token) for token in tokens]
     return [
         i == 0 or token.startswith(SENTENCEPIECE_SPACE) or marks[i] or marks[i - 1]
         for i, token in enumerate(tokens)
@@ -135,12 +135,12 @@ def continuation_mask(vocabulary: Sequence[str]) -> np.ndarray:
             continue
         else:
             mask[i] = (
-                bool(token) and not token.startswith(SENTENCEPIECE_SPACE) and not _is_mark(token)
+                bool(token) and not token.startswith(SENTENCEPIECE_SPACE) and not is_mark(token)
             )
     return mask
 
 
-def _is_mark(token: str) -> bool:
+def is_mark(token: str) -> bool:
     """A piece of punctuation or symbols only (no letter or digit)."""
     text = token.lstrip(SENTENCEPIECE_SPACE)
     return bool(text) and not any(c.isalnum() for c in text)

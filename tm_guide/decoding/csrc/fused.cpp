@@ -133,11 +133,11 @@ PYBIND11_MODULE(_fused, m) {
 
   py::class_<Template, std::shared_ptr<Template>>(m, "Template")
       .def(py::init<std::vector<int>, std::vector<int>, int, int, std::string, int,
-                    std::vector<std::vector<int>>, std::vector<int>>(),
+                    std::vector<std::vector<int>>, std::vector<int>, std::vector<int>>(),
            py::arg("tokens"), py::arg("gaps"), py::arg("vocab"), py::arg("end_id"),
            py::arg("continues") = std::string(), py::arg("overrun") = 0,
            py::arg("ahead") = std::vector<std::vector<int>>(),
-           py::arg("least") = std::vector<int>());
+           py::arg("least") = std::vector<int>(), py::arg("joins") = std::vector<int>());
 
   py::class_<Model>(m, "Model")
       .def(py::init<py::dict, py::dict>())

@@ -25,16 +25,19 @@ class Template {
   // `continues`: one code per vocabulary token, kWordStart, kWord (continues a word) or
   // kCharacter (a UTF-8 continuation byte; empty: every token starts a word); such a token may finish a word for `overrun` tokens past a spent gap. `ahead`:
   // per gap, the tokens it may not write (the template's next words; empty: none). `least`:
-  // per gap, the free tokens it must hold (empty: none).
+  // per gap, the free tokens it must hold (empty: none). `joins`: per gap, whether the token
+  // before it is part of a word, which a continuing token would be glued to (empty: none).
   Template(std::vector<int> tokens, std::vector<int> gaps, int vocab, int end_id,
            std::string continues = std::string(), int overrun = 0,
-           std::vector<std::vector<int>> ahead = {}, std::vector<int> least = {})
+           std::vector<std::vector<int>> ahead = {}, std::vector<int> least = {},
+           std::vector<int> joins = {})
       : tokens_(std::move(tokens)),
         gaps_(std::move(gaps)),
         continues_(std::move(continues)),
         overrun_(overrun),
         ahead_(std::move(ahead)),
-        least_(std::move(least)) {
+        least_(std::move(least)),
+        joins_(std::move(joins)) {
     if (tokens_.empty()) throw std::invalid_argument("a template needs at least one token");
     if (gaps_.size() != tokens_.size() + 1)
       throw std::invalid_argument("a template needs one gap per token and one after them");
@@ -48,6 +51,8 @@ class Template {
       throw std::invalid_argument("a template's word marks must cover the vocabulary");
     if (!ahead_.empty() && ahead_.size() != gaps_.size())
       throw std::invalid_argument("a template needs one lookahead per gap");
+    if (!joins_.empty() && joins_.size() != gaps_.size())
+      throw std::invalid_argument("a template needs one join per gap");
     if (!least_.empty() && least_.size() != gaps_.size())
       throw std::invalid_argument("a template needs one least per gap, within it");
     for (size_t i = 0; i < least_.size(); ++i)
@@ -88,7 +93,7 @@ class Template {
       if (place.k < size) row[end_id] = dead;
       if (!ahead_.empty())
         for (int t : ahead_[place.k]) row[t] = dead;
-      if (place.g == 0 && place.k > 0 && !continues_.empty())
+      if (place.g == 0 && !joins_.empty() && joins_[place.k] && !continues_.empty())
         for (int i = 0; i < vocab; ++i)
           if (continues_[i] != kWordStart) row[i] = dead;
       if (place.g < least_at(place.k)) row[place.k < size ? tokens_[place.k] : end_id] = dead;
@@ -131,6 +136,7 @@ class Template {
   int overrun_;
   std::vector<std::vector<int>> ahead_;
   std::vector<int> least_;
+  std::vector<int> joins_;  // per gap: the template token before it is part of a word
   std::unordered_set<Gram, GramHash> grams_;  // its n-grams, n <= 8
 };
 
