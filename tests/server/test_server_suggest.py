@@ -367,3 +367,43 @@ def test_a_sentence_held_verbatim_inside_a_longer_segment_takes_its_tm_target(se
     lines = translation["text"].split("\n")
     assert lines[0].startswith(f"  {TM_TARGET} ") and lines[1] == f"<b>{TM_TARGET}</b>"
     assert lines[2] == "" and translation["sentences"] == 3 and translation["origin"] == "mt"
+
+
+LONG_SOURCE = (
+    "When the document is opened for the first time after the upgrade, the program converts "
+    "every style that the old version stored in the file; it keeps the names the user gave "
+    "them, and it writes the converted styles back only when the document is saved again."
+)
+
+
+def test_a_long_sentence_is_translated_by_clauses_unless_the_memory_holds_it(server) -> None:
+    """A sentence of more than 30 words goes to the model clause by clause (the demo model
+    drops content from longer ones); one the memory holds a close match of stays whole, so
+    that the match can be repaired (a clause matches no TM sentence)."""
+    client = server.client
+    create_memory(client, "long")
+
+    def ask():
+        reply = client.post(
+            "/v1/suggest",
+            {
+                "source": LONG_SOURCE,
+                "memories": ["long"],
+                "options": {"lambda": 5.0, "repair": "0.5"},
+            },
+        )
+        assert reply.status == 200, reply.body
+        return reply.json["results"][0]["translation"]
+
+    split = ask()
+    assert split["sentences"] == 2 and split["repaired"] is None
+    add_segment(
+        client,
+        "long",
+        LONG_SOURCE.replace("first time", "second time"),
+        "Wenn das Dokument nach der Aktualisierung zum zweiten Mal geöffnet wird, wandelt das"
+        " Programm jede Vorlage um, die die alte Version in der Datei gespeichert hat; es behält"
+        " die Namen, die der Benutzer ihnen gab, und schreibt die umgewandelten Vorlagen erst"
+        " zurück, wenn das Dokument erneut gespeichert wird.",
+    )
+    assert ask()["sentences"] == 1

@@ -107,3 +107,30 @@ def test_join_at_counts_a_longer_line_break_before_a_sentence() -> None:
     layout = layout_of("first part of it\r\nand the rest. Then more.", "en")
     joined, starts = layout.join_at(["eins zwei drei", "vier."])
     assert joined == "eins zwei\r\ndrei vier." and joined[starts[1] :] == "vier."
+
+
+LONG = (
+    "When the document is opened for the first time after the upgrade, the program converts "
+    "every style that the old version stored in the file; it keeps the names the user gave "
+    "them, and it writes the converted styles back only when the document is saved again."
+)
+
+
+def test_a_long_sentence_is_cut_into_clauses_that_give_it_back() -> None:
+    layout = layout_of(LONG, "en")
+    assert len(LONG.split()) > 30 and len(layout.units) > 1
+    assert all(len(unit.split()) <= 30 for unit in layout.units)
+    assert layout.units[0].endswith(",") or layout.units[0].endswith(";")
+    assert layout.join(list(layout.units)) == LONG
+    assert layout_of(LONG, "en", max_words=0).units == (LONG,)
+
+
+def test_a_long_sentence_without_a_clause_mark_stays_whole() -> None:
+    words = " ".join(["word"] * 40) + "."
+    assert layout_of(words, "en").units == (words,)
+
+
+def test_a_number_or_a_ratio_is_no_clause_end() -> None:
+    text = "Set the value to 1,5 and the ratio to 4:3 " * 4 + "before you print the page."
+    layout = layout_of(text, "en", max_words=10)
+    assert layout.units == (text,)

@@ -23,6 +23,7 @@ from tm_guide.matching import exact_match, match_percentage
 from tm_guide.server.layouts import joined_translation, moved_pieces, verbatim_translation
 from tm_guide.server.sentences import SentenceDecoder, summed, worst_level
 from tm_guide.text import Layout, layout_of
+from tm_guide.text.layout import LONG_SENTENCE_WORDS
 from tm_guide.text.placeholders import Masked, enclosed, kept, mask, protected, runs_layout
 
 
@@ -49,7 +50,7 @@ def translate_segments(
     verbatim, within a segment that is more than that sentence, takes the TM target, as a CAT
     tool inserts a 100% match (a segment that is one sentence as it is gets that from suggest(),
     which says so in its origin)."""
-    layouts = [layout_of(source, language) for source in sources]
+    layouts = [_layout(decoder, source, language) for source in sources]
     edges = [enclosed(unit) for layout in layouts for unit in layout.units]
     units = [core for _, core, _ in edges]  # what the model translates of each sentence
     masks = [mask(unit) for unit in units]
@@ -103,6 +104,18 @@ def translate_segments(
             matches = list(collected.matches) if collected is not None else []
         out.append(SegmentTranslation(record, matches, summed(stage_ms[span])))
     return out
+
+
+def _layout(decoder: SentenceDecoder, source: str, language: str) -> Layout:
+    """The segment's layout: a long sentence cut into clauses (tm_guide.text.layout), unless the
+    memories hold a close match of the segment, which is repaired whole."""
+    layout = layout_of(source, language)
+    if len(source.split()) <= LONG_SENTENCE_WORDS:  # no sentence of it was cut
+        return layout
+    whole = layout_of(source, language, max_words=0)
+    if len(layout.units) > len(whole.units) and decoder.has_close_match(source):
+        return whole
+    return layout
 
 
 def _whole(layout: Layout, edges: Sequence[tuple[str, str, str]], span: slice) -> bool:

@@ -38,6 +38,9 @@ TM_ONLY_MIN_SIMILARITY = 0.5
 # 0.46 s of wall time per sentence in retrieval, 8 ms in decoding); a sentence not reached by
 # then is decoded without pieces, which costs next to nothing.
 RETRIEVAL_SHARE = 0.6
+# a long sentence with a match of this CAT percentage or more is translated whole, not clause by
+# clause: a clause matches no TM sentence, and the match's repair needs the whole sentence
+CLOSE_MATCH = 50
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,15 @@ class SentenceDecoder:
     names: dict[int, str]
     deadline: float | None = None
     glossary: Glossary | None = None
+
+    def has_close_match(self, text: str) -> bool:
+        """Whether the request's memories hold a match of `text` of CLOSE_MATCH percent or more
+        (a sentence to repair whole rather than clause by clause)."""
+        memory_ids = list(self.mt_options.memory_ids)
+        if not memory_ids:
+            return False
+        hits = self.services.store().search(memory_ids, text, limit=self.mt_options.pieces.m)
+        return any(match_percentage(text, hit.segment.source) >= CLOSE_MATCH for hit in hits)
 
     def decode(self, texts: list[str]) -> Decoded:
         """The sentences' pieces collected (retrieval gets RETRIEVAL_SHARE of the time left),
