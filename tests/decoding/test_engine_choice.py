@@ -98,3 +98,53 @@ def test_an_engine_refusal_is_kept(tiny_t5_bundle, tmp_path):
     with pytest.raises(ModelError, match="relative_attention_bias") as second:
         translator.step_decoder("fused", options)
     assert second.value is first.value
+
+
+def test_every_engine_is_a_registry_entry_and_only_the_registry_names_one():
+    """The registry is the one place an engine is named: a module that needs to know what an
+    engine does asks its EngineSpec. The parsers of the CLI and of the HTTP options may show
+    names to users; no other module spells one."""
+    import re
+    from pathlib import Path
+
+    from tm_guide.decoding import engines
+
+    assert set(engines.ENGINES) == {*engines.REGISTRY, engines.AUTO}
+    names = "|".join(engines.REGISTRY)
+    quoted = re.compile(rf"[\"']({names})[\"']")
+    root = Path(engines.__file__).resolve().parents[1]
+    # the package versions a report records name PyTorch's distribution, not the engine
+    allowed = {root / "decoding" / "engines.py", root / "evaluation" / "signature.py"}
+    spelled = [
+        str(path.relative_to(root))
+        for path in root.rglob("*.py")
+        if path not in allowed
+        and "cli" not in path.relative_to(root).parts
+        and quoted.search(path.read_text(encoding="utf-8"))
+    ]
+    assert spelled == []
+
+
+def test_an_engine_without_a_decoder_of_its_own_says_so_and_names_its_stepper():
+    from tm_guide.decoding.engines import engine_spec, make_decoder
+    from tm_guide.errors import ModelError
+
+    rerank = engine_spec("rerank")
+    assert rerank.reranks and not rerank.exact and rerank.stepper == "ct2"
+    with pytest.raises(ModelError, match="no step decoder"):
+        make_decoder("rerank", None)  # type: ignore[arg-type]
+    with pytest.raises(ModelError, match="is not one of"):
+        engine_spec("gpu-magic")
+    assert engine_spec("fused").resolve_device("auto") == "cpu"
+
+
+def test_a_named_engine_is_described_as_a_choice_is():
+    from tm_guide.decoding import compiled
+    from tm_guide.decoding.engines import named_choice
+
+    ct2 = named_choice("ct2", "int8_float32")
+    assert (ct2.engine, ct2.precision, ct2.kernel) == ("ct2", "int8", None)
+    assert named_choice("torch", "float32").precision == "float32"
+    if compiled.available():
+        fused = named_choice("fused", "float32")
+        assert fused.precision == "int8" and fused.kernel == compiled.kernel()

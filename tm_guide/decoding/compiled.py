@@ -77,7 +77,7 @@ def require_extension() -> Any:
     if _fused is None:
         raise ModelError(
             "the fused engine was not built (no C++ compiler at install time); "
-            "reinstall with a compiler, or use engine 'torch' or 'ct2'"
+            "reinstall with a compiler, or choose the engine auto (TM_GUIDE_ENGINE, --engine)"
         )
     return _fused
 

@@ -1,4 +1,7 @@
-"""Which engine decodes the guided search: one place decides, and says why.
+"""The engine registry: what each engine runs and how it is made, and which one "auto" runs.
+
+Every engine is an entry of REGISTRY (EngineSpec): its devices, whether it is exact, how its
+decoder is made, and how it decodes under a repair template. Nothing else names an engine.
 
 `choose_engine` looks at the model as it is stored (architecture, int8 or float), the device, the
 CPU's kernel paths and the installed extras, and picks the first engine of this order that runs
@@ -23,14 +26,137 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tm_guide.errors import ModelError
 
-ENGINES = ("fused", "torch", "ct2", "rerank", "auto")
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class EngineRequest:
+    """What an engine is made from: the model bundle, its target vocabulary, the device (cpu or
+    cuda), the threads one batch decodes on (0: the engine's default) and whether linear layers
+    run in int8 (the torch engine on CPU)."""
+
+    bundle: Any
+    vocabulary: Sequence[str]
+    device: str
+    threads: int
+    quantize: bool
+
+
+@dataclass(frozen=True)
+class EngineSpec:
+    """One engine of the registry: what it runs and how it is made.
+
+    exact: it reproduces CTranslate2's search rule for rule (rerank is approximate).
+    devices: where it runs. make: the step or whole-search decoder for a request (None for an
+    engine that has none of its own). template_steps: the engine whose steps decode a sentence
+    under a repair template for it (rerank's n-best cannot follow a template). reranks: its
+    guided search reranks CTranslate2's own n-best. compiled: the fused C++ kernels run it (its
+    kernel path is reported and it computes in int8)."""
+
+    name: str
+    exact: bool
+    devices: tuple[str, ...]
+    make: Callable[[EngineRequest], Any] | None
+    template_steps: str | None = None
+    reranks: bool = False
+    compiled: bool = False
+
+    @property
+    def stepper(self) -> str:
+        """The engine whose decoder runs this one's step-by-step searches."""
+        return self.template_steps or self.name
+
+    def resolve_device(self, device: str) -> str:
+        """`device` with "auto" made concrete: CUDA where the engine runs there and PyTorch sees
+        a GPU, else the CPU."""
+        if device != "auto":
+            return device
+        if "cuda" in self.devices and importlib.util.find_spec("torch") is not None:
+            return "cuda" if _cuda_available() else "cpu"
+        return "cpu"
+
+
+def _make_ct2(request: EngineRequest) -> Any:
+    from tm_guide.decoding.ct2_engine import CT2StepDecoder
+
+    return CT2StepDecoder(request.bundle.translator, list(request.vocabulary))
+
+
+def _make_fused(request: EngineRequest) -> Any:
+    from tm_guide.decoding.fused_engine import FusedDecoder
+
+    if request.device != "cpu":
+        raise ModelError(f"the fused engine runs on the CPU, not {request.device!r}")
+    return FusedDecoder(request.bundle.path, threads=request.threads or 1)
+
+
+def _make_torch(request: EngineRequest) -> Any:
+    from tm_guide.decoding.torch_engine import TorchStepDecoder
+
+    return TorchStepDecoder(
+        request.bundle.path,
+        device=request.device,
+        num_threads=request.threads or None,
+        quantize=request.quantize,
+    )
+
+
+AUTO = "auto"  # not an engine: the registry's choice for the model and device (choose_engine)
+NATIVE = "native"  # what produced an output CTranslate2's own search decoded (no engine)
+REGISTRY: dict[str, EngineSpec] = {
+    spec.name: spec
+    for spec in (
+        EngineSpec("fused", exact=True, devices=("cpu",), make=_make_fused, compiled=True),
+        EngineSpec("torch", exact=True, devices=("cpu", "cuda"), make=_make_torch),
+        EngineSpec("ct2", exact=True, devices=("cpu", "cuda"), make=_make_ct2),
+        EngineSpec(
+            "rerank",
+            exact=False,
+            devices=("cpu", "cuda"),
+            make=None,
+            template_steps="ct2",
+            reranks=True,
+        ),
+    )
+}
+ENGINES = (*REGISTRY, AUTO)
+# the order "auto" tries, fastest first (the module's docstring says why; fused on the CPU only)
+ORDER = ("fused", "torch", "ct2")
+
+
+def engine_spec(name: str) -> EngineSpec:
+    """The registry's entry for `name` (not "auto", which choose_engine resolves)."""
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise ModelError(f"engine {name!r} is not one of {', '.join(REGISTRY)}") from None
+
+
+def make_decoder(name: str, request: EngineRequest) -> Any:
+    """A decoder of engine `name` for `request`."""
+    spec = engine_spec(name)
+    if spec.make is None:
+        raise ModelError(f"engine {name!r} has no step decoder")
+    return spec.make(request)
+
+
+def named_choice(name: str, quantization: str) -> EngineChoice:
+    """What an engine named by the operator (not "auto") runs, described as a choice would be."""
+    spec = engine_spec(name)
+    kernel = None
+    precision = stored_precision(quantization)
+    if spec.compiled:
+        from tm_guide.decoding import compiled
+
+        kernel, precision = compiled.kernel(), "int8"
+    return EngineChoice(name, "cpu", precision, "set by TM_GUIDE_ENGINE", kernel=kernel)
 
 
 @dataclass(frozen=True)
@@ -73,8 +199,9 @@ def choose_engine(model_dir: Path | str, quantization: str, device: str = "cpu")
     passed: list[tuple[str, str]] = []
     unsupported = _unsupported(Path(model_dir))
     torch_there = importlib.util.find_spec("torch") is not None
-    if device == "auto":
+    if device == AUTO:
         device = "cuda" if torch_there and _cuda_available() else "cpu"
+    fused, torch, ct2 = ORDER
     if device == "cpu":
         fused_why = _fused_refusal(unsupported, precision)
         if fused_why is None:
@@ -82,27 +209,27 @@ def choose_engine(model_dir: Path | str, quantization: str, device: str = "cpu")
 
             kernel = compiled.kernel()
             return EngineChoice(
-                "fused",
+                fused,
                 "cpu",
                 "int8",
                 "the fastest exact engine here",
                 kernel=kernel,
             )
-        passed.append(("fused", fused_why))
+        passed.append((fused, fused_why))
     torch_why = _torch_refusal(unsupported, torch_there)
     if torch_why is None:
         torch_precision = precision if device == "cpu" else "float32"
         return EngineChoice(
-            "torch",
+            torch,
             device,
             torch_precision,
             "the fastest exact engine that runs here"
             + (" (int8 products as CTranslate2 stores them)" if torch_precision == "int8" else ""),
             passed_over=tuple(passed),
         )
-    passed.append(("torch", torch_why))
+    passed.append((torch, torch_why))
     return EngineChoice(
-        "ct2",
+        ct2,
         device,
         precision,
         "CTranslate2 computes every step; the faster engines do not run here",

@@ -16,8 +16,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from tm_guide.decoding.ct2_engine import CT2StepDecoder
-from tm_guide.decoding.engines import ENGINES, EngineChoice, choose_engine
+from tm_guide.decoding.engines import (
+    AUTO,
+    ENGINES,
+    NATIVE,
+    EngineChoice,
+    EngineRequest,
+    choose_engine,
+    engine_spec,
+    make_decoder,
+)
 from tm_guide.decoding.rerank import rerank_search
 from tm_guide.decoding.rewards import PieceReward
 from tm_guide.decoding.search import (
@@ -52,17 +60,16 @@ log = logging.getLogger(__name__)
 class EngineOptions:
     """Which engine decodes and on what; with an exact engine none of this changes the output.
 
-    engine: "fused" (fast exact, compiled, CPU), "torch" (fast exact, needs the [torch] extra;
-        CPU or CUDA), "ct2" (exact, slow, no extra), "rerank" (approximate: native n-best
-        reranked), "auto" (the fastest exact engine for the model here: see
-        tm_guide.decoding.engines). batch_size: sentences per engine call. threads: threads one
+    engine: an engine of the registry (tm_guide.decoding.engines: the compiled one, PyTorch's,
+        CTranslate2's steps, or CTranslate2's n-best reranked), or "auto", the fastest exact
+        engine for the model here. batch_size: sentences per engine call. threads: threads one
     batch decodes on (torch intra-op threads, the fused engine's products and attention rows);
     0 = torch's own setting, one thread for the fused engine. quantize: the torch engine's int8
-    linear layers on CPU (None = when the bundle is int8). rerank_width: n-best size for
-    engine="rerank" (0 = beam_size).
+    linear layers on CPU (None = when the bundle is int8). rerank_width: n-best size of the
+    reranking engine (0 = beam_size).
     """
 
-    engine: str = "auto"
+    engine: str = AUTO
     device: str = "cpu"
     batch_size: int = 32
     threads: int = 0
@@ -232,7 +239,7 @@ class GuidedTranslator:
     def engine_name(self, options: TranslateOptions) -> str:
         """The engine `options` lead to: the one named, or for "auto" the engine registry's
         choice for this model and device (made once, logged once)."""
-        if options.engine.engine != "auto":
+        if options.engine.engine != AUTO:
             return options.engine.engine
         return self.engine_choice(options.engine.device).engine
 
@@ -250,11 +257,7 @@ class GuidedTranslator:
     def step_decoder(
         self, engine: str, options: TranslateOptions
     ) -> StepDecoder | WholeSearchDecoder:
-        device = options.engine.device
-        if engine == "torch" and device == "auto":
-            import torch
-
-            device = "cuda" if torch.cuda.is_available() else "cpu"
+        device = engine_spec(engine).resolve_device(options.engine.device)
         quantize = options.engine.quantize
         if quantize is None:
             quantize = device == "cpu" and self.bundle.card.quantization.startswith("int8")
@@ -274,24 +277,10 @@ class GuidedTranslator:
         self, key: tuple[str, str, bool], options: TranslateOptions
     ) -> StepDecoder | WholeSearchDecoder:
         engine, device, quantize = key
-        if engine == "ct2":
-            return CT2StepDecoder(self.bundle.translator, self.target_vocabulary)
-        if engine == "fused":
-            from tm_guide.decoding.fused_engine import FusedDecoder
-
-            if device != "cpu":
-                raise ModelError(f"the fused engine runs on the CPU, not {device!r}")
-            return FusedDecoder(self.bundle.path, threads=options.engine.threads or 1)
-        if engine == "torch":
-            from tm_guide.decoding.torch_engine import TorchStepDecoder
-
-            return TorchStepDecoder(
-                self.bundle.path,
-                device=device,
-                num_threads=options.engine.threads or None,
-                quantize=quantize,
-            )
-        raise ModelError(f"engine {engine!r} has no step decoder")
+        request = EngineRequest(
+            self.bundle, self.target_vocabulary, device, options.engine.threads, quantize
+        )
+        return make_decoder(engine, request)  # type: ignore[no-any-return]
 
     # -- translation ----------------------------------------------------------------------
     def translate(
@@ -384,6 +373,7 @@ class GuidedTranslator:
         similar length. The options must be those the sentences were prepared with, except for
         the pieces and memories (TranslateOptions.decoding())."""
         engine = self.engine_name(options)
+        spec = engine_spec(engine)
         source_lang, target_lang = options.languages or (None, None)
         prefix = self.bundle.target_prefix(target_lang)
         prefix_ids = [self.token_to_id[t] for t in prefix]
@@ -430,7 +420,7 @@ class GuidedTranslator:
                     _output_caps(search, options, inputs, len(prefix)), batch_templates, strict=True
                 )
             ]
-            if engine == "rerank" and not any(batch_templates):  # native n-best: one cap
+            if spec.reranks and not any(batch_templates):  # native n-best: one cap
                 found = rerank_search(
                     self.bundle.translator,
                     inputs,
@@ -440,9 +430,9 @@ class GuidedTranslator:
                     width=options.engine.rerank_width or None,
                     prefixes=[prefix] * len(batch),
                 )
-            else:  # a template needs a step engine: rerank's batches with one take ct2's
+            else:  # a template needs a step engine: a reranking engine's batch takes another's
                 found = beam_search(
-                    self.step_decoder("ct2" if engine == "rerank" else engine, options),
+                    self.step_decoder(spec.stepper, options),
                     inputs,
                     search,
                     batch_rewards,
@@ -523,7 +513,7 @@ class GuidedTranslator:
                 log_prob=hypothesis.log_prob,
                 reward=hypothesis.reward,
                 guided=outcome.guided,
-                engine=outcome.engine if outcome.guided else "native",
+                engine=outcome.engine if outcome.guided else NATIVE,
                 unguided_translation=(
                     self.bundle.decode_target(
                         [self.target_vocabulary[t] for t in unguided.token_ids]
@@ -587,7 +577,7 @@ class GuidedTranslator:
             log_prob=chosen.log_prob,
             reward=chosen.reward,
             guided=choice.chosen.kind == "guided",
-            engine=result.engine if choice.chosen.kind == "guided" else "native",
+            engine=result.engine if choice.chosen.kind == "guided" else NATIVE,
             matched_pieces=matched_pieces(tokens, found) if found else [],
             repaired_segment=None,
             offsets=None,
@@ -634,7 +624,7 @@ class GuidedTranslator:
             return found
         redo_inputs = [inputs[k] for k in broken]
         again = beam_search(
-            self.step_decoder("ct2" if engine == "rerank" else engine, options),
+            self.step_decoder(engine_spec(engine).stepper, options),
             redo_inputs,
             replace(search, lam=0.0),
             None,

@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from tm_guide.decoding.engines import AUTO
 from tm_guide.errors import InvalidInput
 
 PAPER_LAMBDAS: tuple[float, ...] = (0.5, 1.0, 1.5, 2.0)
@@ -57,7 +58,7 @@ class EvalOptions:
     choice: str | None = None
     m: int = 10
     m_values: tuple[int, ...] = PAPER_M_VALUES
-    engines: tuple[str, ...] = ("torch",)
+    engines: tuple[str, ...] = (AUTO,)
     device: str = "cpu"
     beam_size: int = 5
     batch_size: int = 32

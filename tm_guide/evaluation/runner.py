@@ -17,6 +17,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from tm_guide.decoding.engines import AUTO
 from tm_guide.errors import InvalidInput
 from tm_guide.evaluation.analysis import EngineTiming, RunData, SweepPoint, build_results
 from tm_guide.evaluation.baseline import Candidate, best_match_target
@@ -235,6 +236,14 @@ def run_evaluation(options: EvalOptions, command: str) -> dict[str, Any]:
         )
     with open_tm(options.tm, options.db_url, bundle, options.progress) as (store, memory):
         translator = GuidedTranslator(bundle, store)
+        # "auto" is reported as the engine it runs here
+        options = replace(
+            options,
+            engines=tuple(
+                translator.engine_choice(options.device).engine if e == AUTO else e
+                for e in options.engines
+            ),
+        )
         runner = Runner(options, translator, memory.id)
         engine = options.engines[0]
 

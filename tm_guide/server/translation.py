@@ -51,6 +51,7 @@ def load_translator(config: Any, bundle: Any, store: Any, aligner: Any) -> Any:
     frozen out of Python's cyclic garbage collector: these objects live as long as the worker,
     and a full collection that walked them held the GIL for ~160 ms at a time under load,
     stalling every request thread."""
+    from tm_guide.decoding.engines import engine_spec
     from tm_guide.decoding.guided import EngineOptions, GuidedTranslator, TranslateOptions
 
     translator = GuidedTranslator(bundle, store)
@@ -60,7 +61,7 @@ def load_translator(config: Any, bundle: Any, store: Any, aligner: Any) -> Any:
     )
     translator.translate(["warm up"], options)
     engine = translator.engine_name(options)
-    if engine != "rerank":  # rerank's guided search is CTranslate2's own n-best
+    if not engine_spec(engine).reranks:  # a reranking engine's search is CTranslate2's n-best
         translator.step_decoder(engine, options)
     gc.collect()
     gc.freeze()
@@ -69,26 +70,11 @@ def load_translator(config: Any, bundle: Any, store: Any, aligner: Any) -> Any:
 
 def engine_status(translator: Any, compute: Any) -> dict[str, Any]:
     """Which engine decodes guided suggestions on this worker, and why (for /ready)."""
-    from tm_guide.decoding.engines import stored_precision
+    from tm_guide.decoding.engines import AUTO, named_choice
 
-    if compute.engine == "auto":
+    if compute.engine == AUTO:
         return dict(translator.engine_choice("cpu").to_dict())
-    precision = stored_precision(translator.bundle.card.quantization)
-    if compute.engine == "fused":
-        from tm_guide.decoding import compiled
-
-        kernel: str | None = compiled.kernel()
-        precision = "int8"
-    else:
-        kernel = None
-    return {
-        "engine": compute.engine,
-        "device": "cpu",
-        "precision": precision,
-        "kernel": kernel,
-        "reason": "set by TM_GUIDE_ENGINE",
-        "passed_over": {},
-    }
+    return named_choice(compute.engine, translator.bundle.card.quantization).to_dict()
 
 
 def translate_options(
