@@ -263,6 +263,92 @@ def _checked_caps(
     return _sentence_caps(max_lengths, len(sources), options)
 
 
+@dataclass(frozen=True)
+class _Rules:
+    """What one search applies at every step, fixed for the whole search: the options, each
+    sentence's cap, forced prefix, template and reward table, and the UTF-8 rule."""
+
+    options: SearchOptions
+    caps: np.ndarray
+    prefixes: Sequence[Sequence[int]]
+    templates: Sequence[TargetTemplate | None]
+    rewards: Sequence[PieceReward | None] | None
+    utf8: Utf8Rule | None
+    vocab_size: int
+    end_id: int
+
+    @property
+    def use_reward(self) -> bool:
+        return self.rewards is not None and self.options.lam != 0 and any(self.rewards)
+
+    @property
+    def use_templates(self) -> bool:
+        return any(t is not None for t in self.templates)
+
+    @property
+    def track_used(self) -> bool:
+        """Whether each row counts the limited pieces it produced (repeats off)."""
+        return self.use_reward and not self.options.reward_repeats
+
+    def after_prefix(self, sentence: int, step: int) -> bool:
+        """Whether `step` of `sentence` comes after its forced prefix (its rules apply)."""
+        return step >= len(self.prefixes[sentence])
+
+
+@dataclass
+class _Beam:
+    """The search's state between steps: the live sentences (in row-group order) and, per
+    row, its parent, last token, cumulative score, model log-prob and reward, tokens, the
+    limited pieces it used and its template state; per sentence, the closed hypotheses."""
+
+    live: np.ndarray
+    rows_per_sentence: int
+    parents: np.ndarray | None
+    last_ids: np.ndarray
+    cum_score: np.ndarray
+    cum_logp: np.ndarray
+    cum_reward: np.ndarray
+    sequences: list[list[int]]
+    used: list[Mapping[tuple[int, ...], int]]
+    places: list[State]
+    closed: list[list[Closed]]
+    top_closed: np.ndarray
+    results: list[list[Hypothesis]]
+
+    @classmethod
+    def start(cls, batch_size: int, start_id: int) -> _Beam:
+        return cls(
+            live=np.arange(batch_size),
+            rows_per_sentence=1,
+            parents=None,
+            last_ids=np.full(batch_size, start_id, dtype=np.int64),
+            cum_score=np.zeros(batch_size, dtype=np.float32),
+            cum_logp=np.zeros(batch_size, dtype=np.float32),
+            cum_reward=np.zeros(batch_size, dtype=np.float64),
+            sequences=[[] for _ in range(batch_size)],
+            used=[{}] * batch_size,
+            places=[START] * batch_size,
+            closed=[[] for _ in range(batch_size)],
+            top_closed=np.zeros(batch_size, dtype=bool),
+            results=[[] for _ in range(batch_size)],
+        )
+
+    def row_sentences(self) -> np.ndarray:
+        return np.repeat(self.live, self.rows_per_sentence)
+
+
+@dataclass
+class _Picks:
+    """The candidates kept for the next step: per row, its origin row, token, total score and
+    whether its log-prob counts (not a forced prefix token); and the sentences still live."""
+
+    rows: list[int]
+    ids: list[int]
+    scores: list[np.float32]
+    counted: list[bool]
+    live: list[int]
+
+
 def _search(
     decoder: StepDecoder,
     sources: Sequence[Sequence[str]],
@@ -272,179 +358,245 @@ def _search(
     prefixes: Sequence[Sequence[int]],
     templates: Sequence[TargetTemplate | None],
 ) -> list[list[Hypothesis]]:
-    vocab_size = decoder.vocab_size
-    batch_size = len(sources)
-    beam = options.beam_size
-    num_candidates = 2 * beam
-    max_closed = int(round(beam * options.patience))
-    early_exit = options.length_penalty == 0
-    end_id = decoder.end_id
-    lam = np.float32(options.lam)
-    use_reward = rewards is not None and options.lam != 0 and any(rewards)
-
+    rules = _Rules(
+        options,
+        caps,
+        prefixes,
+        templates,
+        rewards,
+        Utf8Rule.for_vocabulary(getattr(decoder, "byte_ids", None), decoder.vocab_size),
+        decoder.vocab_size,
+        decoder.end_id,
+    )
     state = decoder.start(sources)
-    live = np.arange(batch_size)  # batch index of each live sentence, in row-group order
-    rows_per_sentence = 1
-    parents: np.ndarray | None = None
-    last_ids = np.full(batch_size, decoder.start_id, dtype=np.int64)
-    cum_score = np.zeros(batch_size, dtype=np.float32)
-    cum_logp = np.zeros(batch_size, dtype=np.float32)
-    cum_reward = np.zeros(batch_size, dtype=np.float64)
-    sequences: list[list[int]] = [[] for _ in range(batch_size)]
-    # per row, how often it produced each limited piece (tracked when repeats are off)
-    track_used = use_reward and not options.reward_repeats
-    used: list[Mapping[tuple[int, ...], int]] = [{}] * batch_size
-    closed: list[list[Closed]] = [[] for _ in range(batch_size)]
-    top_closed = np.zeros(batch_size, dtype=bool)
-    results: list[list[Hypothesis]] = [[] for _ in range(batch_size)]
-    use_templates = any(t is not None for t in templates)
-    places: list[State] = [START] * batch_size  # each row's template state
-    utf8 = Utf8Rule.for_vocabulary(getattr(decoder, "byte_ids", None), vocab_size)
-
+    beam = _Beam.start(len(sources), decoder.start_id)
     for step in range(int(caps.max())):
-        row_sentences = np.repeat(live, rows_per_sentence)
+        row_sentences = beam.row_sentences()
         log_probs = np.asarray(
-            decoder.step(state, parents, row_sentences, last_ids, step < options.min_length),
+            decoder.step(
+                state, beam.parents, row_sentences, beam.last_ids, step < options.min_length
+            ),
             dtype=np.float32,
         )
-        if use_templates or utf8 is not None:
+        if rules.use_templates or rules.utf8 is not None:
             log_probs = log_probs.copy()  # the engine's buffer stays as it was
-        if use_templates:
-            for row, sentence in enumerate(row_sentences.tolist()):
-                template = templates[sentence]
-                if template is not None and step >= len(prefixes[sentence]):
-                    template.mask(places[row], log_probs[row], end_id)
-        if utf8 is not None:  # byte pieces only in valid UTF-8 order (tm_guide.decoding.utf8)
-            for row, sentence in enumerate(row_sentences.tolist()):
-                if step >= len(prefixes[sentence]):
-                    utf8.mask(sequences[row], log_probs[row], step + 1 == caps[sentence])
-        step_reward: _SparseReward | None = None
-        if use_reward and rewards is not None:
-            held: list[Held | None] | None = None
-            if use_templates:
-                held = [
-                    (template.grams(table.max_n), template.rewarded_next(places[row]))
-                    if (template := templates[sentence]) is not None
-                    and (table := rewards[sentence]) is not None
-                    and step >= len(prefixes[sentence])
-                    else None
-                    for row, sentence in enumerate(row_sentences.tolist())
-                ]
-            step_reward = _step_reward(
-                rewards,
-                row_sentences,
-                sequences,
-                vocab_size,
-                lam,
-                used if track_used else None,
-                held,
+        _mask_rules(rules, beam, row_sentences, log_probs, step)
+        step_reward = _reward_of_step(rules, beam, row_sentences, step)
+        top, top_scores = _ranked(log_probs, beam, step_reward, 2 * options.beam_size)
+        picks = _Picks([], [], [], [], [])
+        for group, sentence in enumerate(beam.live.tolist()):
+            _advance_sentence(
+                rules, beam, log_probs, step_reward, step, group, sentence, top, top_scores, picks
             )
-        if step_reward:
-            flat_view = log_probs.reshape(-1)
-            original = flat_view[step_reward.keys].copy()
-            flat_view[step_reward.keys] += step_reward.values
-            top, top_scores = top_candidates(log_probs, cum_score, len(live), num_candidates)
-            flat_view[step_reward.keys] = original  # the model's own log-probs again
-        else:
-            top, top_scores = top_candidates(log_probs, cum_score, len(live), num_candidates)
-
-        next_rows: list[int] = []
-        next_ids: list[int] = []
-        next_score: list[np.float32] = []
-        next_counted: list[bool] = []
-        still_live: list[int] = []
-        for group, sentence in enumerate(live.tolist()):
-            is_last_step = step + 1 == caps[sentence]
-            flat = top[group]
-            token_ids = flat % vocab_size
-            origins = group * rows_per_sentence + flat // vocab_size
-            scores = top_scores[group]
-            prefix = prefixes[sentence]
-            if step <= len(prefix) and prefix:
-                token_ids, origins, scores = _apply_prefix(
-                    prefix, step, token_ids, origins, scores, group * rows_per_sentence, end_id
-                )
-            secondary = beam
-            chosen: list[int] = []
-            for k in range(beam):
-                pick = k
-                token = int(token_ids[k])
-                closes = (token == end_id and step >= len(prefix)) or is_last_step
-                if closes and scores[k] != -np.inf:  # a dead row never closes
-                    if k == 0:
-                        top_closed[sentence] = True
-                    origin = int(origins[k])
-                    tokens = sequences[origin] if token == end_id else sequences[origin] + [token]
-                    counted = step >= len(prefix)  # a forced token's log-prob is not counted
-                    closed[sentence].append(
-                        Closed(
-                            raw_score=float(scores[k]),
-                            token_ids=tuple(tokens),
-                            log_prob=float(
-                                cum_logp[origin] + (log_probs[origin, token] if counted else 0)
-                            ),
-                            reward=float(
-                                cum_reward[origin]
-                                + (step_reward.get(origin, token) if step_reward and counted else 0)
-                            ),
-                            length=len(sequences[origin]) + 1,
-                        )
-                    )
-                    for j in range(secondary, num_candidates):
-                        if int(token_ids[j]) != end_id:
-                            pick = j
-                            secondary = j + 1
-                            break
-                chosen.append(pick)
-            if is_last_step:
-                done = True
-            elif early_exit:
-                done = (
-                    bool(top_closed[sentence]) and len(closed[sentence]) >= options.num_hypotheses
-                )
-            else:
-                done = len(closed[sentence]) >= max_closed
-            if done:
-                results[sentence] = _finalize(closed[sentence], options)
-                continue
-            still_live.append(int(sentence))
-            for pick in chosen:
-                next_rows.append(int(origins[pick]))
-                next_ids.append(int(token_ids[pick]))
-                next_score.append(scores[pick])
-                next_counted.append(step >= len(prefix))
-
-        if not still_live:
+        if not picks.live:
             break
-        parents = np.asarray(next_rows, dtype=np.int64)
-        last_ids = np.asarray(next_ids, dtype=np.int64)
-        counted_rows = np.asarray(next_counted)
-        new_logp = cum_logp[parents] + np.where(counted_rows, log_probs[parents, last_ids], 0)
-        new_reward = cum_reward[parents] + np.where(
-            counted_rows, step_reward.get_many(parents, last_ids) if step_reward else 0.0, 0.0
-        )
-        cum_score = np.asarray(next_score, dtype=np.float32)
-        cum_logp = new_logp.astype(np.float32)
-        cum_reward = np.asarray(new_reward, dtype=np.float64)
-        sequences = [sequences[p] + [t] for p, t in zip(next_rows, next_ids, strict=True)]
-        if use_templates:
-            row_of = np.repeat(still_live, beam).tolist()
-            places = [
-                template.advance(places[p], t)
-                if (template := templates[sentence]) is not None and c
-                else places[p]
-                for p, t, c, sentence in zip(next_rows, next_ids, next_counted, row_of, strict=True)
-            ]
-        if track_used and rewards is not None:
-            used = [
-                table.produced(used[p], seq) if (table := rewards[sentence]) else used[p]
-                for p, seq, sentence in zip(
-                    next_rows, sequences, np.repeat(still_live, beam).tolist(), strict=True
+        _take(rules, beam, log_probs, step_reward, picks)
+    return beam.results
+
+
+def _mask_rules(
+    rules: _Rules, beam: _Beam, row_sentences: np.ndarray, log_probs: np.ndarray, step: int
+) -> None:
+    """The template rule, then the UTF-8 rule: the tokens each row may not produce get -inf."""
+    if rules.use_templates:
+        for row, sentence in enumerate(row_sentences.tolist()):
+            template = rules.templates[sentence]
+            if template is not None and rules.after_prefix(sentence, step):
+                template.mask(beam.places[row], log_probs[row], rules.end_id)
+    if rules.utf8 is not None:  # byte pieces only in valid UTF-8 order (tm_guide.decoding.utf8)
+        for row, sentence in enumerate(row_sentences.tolist()):
+            if rules.after_prefix(sentence, step):
+                rules.utf8.mask(
+                    beam.sequences[row], log_probs[row], step + 1 == rules.caps[sentence]
                 )
-            ]
-        live = np.asarray(still_live, dtype=np.int64)
-        rows_per_sentence = beam
-    return results
+
+
+def _reward_of_step(
+    rules: _Rules, beam: _Beam, row_sentences: np.ndarray, step: int
+) -> _SparseReward | None:
+    """The piece reward rule (eq. 10): lambda times the scores of the pieces each candidate
+    completes; a piece a template holds rewards only the template's next token."""
+    if not rules.use_reward or rules.rewards is None:
+        return None
+    rewards = rules.rewards
+    held: list[Held | None] | None = None
+    if rules.use_templates:
+        held = [
+            (template.grams(table.max_n), template.rewarded_next(beam.places[row]))
+            if (template := rules.templates[sentence]) is not None
+            and (table := rewards[sentence]) is not None
+            and rules.after_prefix(sentence, step)
+            else None
+            for row, sentence in enumerate(row_sentences.tolist())
+        ]
+    return _step_reward(
+        rewards,
+        row_sentences,
+        beam.sequences,
+        rules.vocab_size,
+        np.float32(rules.options.lam),
+        beam.used if rules.track_used else None,
+        held,
+    )
+
+
+def _ranked(
+    log_probs: np.ndarray, beam: _Beam, step_reward: _SparseReward | None, k: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The k best candidates of each live sentence, the step's reward added for the ranking
+    only (log_probs holds the model's own log-probs again afterwards)."""
+    if not step_reward:
+        return top_candidates(log_probs, beam.cum_score, len(beam.live), k)
+    flat_view = log_probs.reshape(-1)
+    original = flat_view[step_reward.keys].copy()
+    flat_view[step_reward.keys] += step_reward.values
+    ranked = top_candidates(log_probs, beam.cum_score, len(beam.live), k)
+    flat_view[step_reward.keys] = original
+    return ranked
+
+
+def _advance_sentence(
+    rules: _Rules,
+    beam: _Beam,
+    log_probs: np.ndarray,
+    step_reward: _SparseReward | None,
+    step: int,
+    group: int,
+    sentence: int,
+    top: np.ndarray,
+    top_scores: np.ndarray,
+    picks: _Picks,
+) -> None:
+    """One live sentence's step: its prefix forced, the candidates that close hypotheses
+    closed (the end rule), the sentence finished (the length rule) or its K next rows picked."""
+    options = rules.options
+    width = options.beam_size
+    vocab_size = rules.vocab_size
+    is_last_step = step + 1 == rules.caps[sentence]
+    flat = top[group]
+    token_ids = flat % vocab_size
+    origins = group * beam.rows_per_sentence + flat // vocab_size
+    scores = top_scores[group]
+    prefix = rules.prefixes[sentence]
+    if step <= len(prefix) and prefix:
+        token_ids, origins, scores = _apply_prefix(
+            prefix, step, token_ids, origins, scores, group * beam.rows_per_sentence, rules.end_id
+        )
+    secondary = width
+    chosen: list[int] = []
+    for k in range(width):
+        pick = k
+        token = int(token_ids[k])
+        closes = (token == rules.end_id and step >= len(prefix)) or is_last_step
+        if closes and scores[k] != -np.inf:  # a dead row never closes
+            if k == 0:
+                beam.top_closed[sentence] = True
+            _close(
+                beam,
+                log_probs,
+                step_reward,
+                sentence,
+                int(origins[k]),
+                token,
+                scores[k],
+                counted=step >= len(prefix),
+                end_id=rules.end_id,
+            )
+            for j in range(secondary, 2 * width):
+                if int(token_ids[j]) != rules.end_id:
+                    pick = j
+                    secondary = j + 1
+                    break
+        chosen.append(pick)
+    if _finished(rules, beam, sentence, is_last_step):
+        beam.results[sentence] = _finalize(beam.closed[sentence], options)
+        return
+    picks.live.append(int(sentence))
+    for pick in chosen:
+        picks.rows.append(int(origins[pick]))
+        picks.ids.append(int(token_ids[pick]))
+        picks.scores.append(scores[pick])
+        picks.counted.append(step >= len(prefix))
+
+
+def _close(
+    beam: _Beam,
+    log_probs: np.ndarray,
+    step_reward: _SparseReward | None,
+    sentence: int,
+    origin: int,
+    token: int,
+    score: np.float32,
+    counted: bool,
+    end_id: int,
+) -> None:
+    """The end rule: the hypothesis of row `origin` closes with `token` (its </s>, or its last
+    token on the last step); a forced token's log-prob and reward are not counted."""
+    tokens = beam.sequences[origin] if token == end_id else beam.sequences[origin] + [token]
+    beam.closed[sentence].append(
+        Closed(
+            raw_score=float(score),
+            token_ids=tuple(tokens),
+            log_prob=float(beam.cum_logp[origin] + (log_probs[origin, token] if counted else 0)),
+            reward=float(
+                beam.cum_reward[origin]
+                + (step_reward.get(origin, token) if step_reward and counted else 0)
+            ),
+            length=len(beam.sequences[origin]) + 1,
+        )
+    )
+
+
+def _finished(rules: _Rules, beam: _Beam, sentence: int, is_last_step: bool) -> bool:
+    """The length rule: a sentence is done on its last step, once round(K * patience)
+    hypotheses are closed, or (length_penalty 0) once its best beam closed with num_hypotheses."""
+    options = rules.options
+    if is_last_step:
+        return True
+    if options.length_penalty == 0:
+        return bool(beam.top_closed[sentence]) and (
+            len(beam.closed[sentence]) >= options.num_hypotheses
+        )
+    return len(beam.closed[sentence]) >= int(round(options.beam_size * options.patience))
+
+
+def _take(
+    rules: _Rules,
+    beam: _Beam,
+    log_probs: np.ndarray,
+    step_reward: _SparseReward | None,
+    picks: _Picks,
+) -> None:
+    """The beam for the next step from the picked candidates: scores, tokens, template states
+    (the template rule's automaton) and the limited pieces each row used."""
+    width = rules.options.beam_size
+    beam.parents = parents = np.asarray(picks.rows, dtype=np.int64)
+    beam.last_ids = last_ids = np.asarray(picks.ids, dtype=np.int64)
+    counted_rows = np.asarray(picks.counted)
+    new_logp = beam.cum_logp[parents] + np.where(counted_rows, log_probs[parents, last_ids], 0)
+    new_reward = beam.cum_reward[parents] + np.where(
+        counted_rows, step_reward.get_many(parents, last_ids) if step_reward else 0.0, 0.0
+    )
+    beam.cum_score = np.asarray(picks.scores, dtype=np.float32)
+    beam.cum_logp = new_logp.astype(np.float32)
+    beam.cum_reward = np.asarray(new_reward, dtype=np.float64)
+    beam.sequences = [beam.sequences[p] + [t] for p, t in zip(picks.rows, picks.ids, strict=True)]
+    row_of = np.repeat(picks.live, width).tolist()
+    if rules.use_templates:
+        beam.places = [
+            template.advance(beam.places[p], t)
+            if (template := rules.templates[sentence]) is not None and c
+            else beam.places[p]
+            for p, t, c, sentence in zip(picks.rows, picks.ids, picks.counted, row_of, strict=True)
+        ]
+    if rules.track_used and rules.rewards is not None:
+        tables = rules.rewards
+        beam.used = [
+            table.produced(beam.used[p], seq) if (table := tables[sentence]) else beam.used[p]
+            for p, seq, sentence in zip(picks.rows, beam.sequences, row_of, strict=True)
+        ]
+    beam.live = np.asarray(picks.live, dtype=np.int64)
+    beam.rows_per_sentence = width
 
 
 def _apply_prefix(
