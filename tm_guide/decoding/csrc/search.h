@@ -89,251 +89,363 @@ struct Picks {
   std::vector<float> scores;
 };
 
+// What one search applies at every step, fixed for the whole search (search.py's _Rules).
+struct Rules {
+  const SearchConfig& cfg;
+  const std::vector<int>& caps;
+  const std::vector<const RewardTable*>& rewards;
+  const std::vector<std::vector<int>>& prefixes;
+  const std::vector<const Template*>& templates;
+  Utf8Rule utf8;
+  bool use_templates;
+  bool use_reward;
+  bool track_used;
+
+  Rules(const SearchConfig& config, const std::vector<int>& sentence_caps,
+        const std::vector<const RewardTable*>& tables, const std::vector<std::vector<int>>& forced,
+        const std::vector<const Template*>& shapes)
+      : cfg(config),
+        caps(sentence_caps),
+        rewards(tables),
+        prefixes(forced),
+        templates(shapes),
+        utf8(config.id_of_byte, config.vocab),
+        use_templates(std::any_of(shapes.begin(), shapes.end(), [](auto* t) { return t; })),
+        use_reward(config.lam != 0.0 &&
+                   std::any_of(tables.begin(), tables.end(), [](auto* t) { return t; })),
+        track_used(use_reward && !config.reward_repeats) {}
+
+  // Whether `step` of `sentence` comes after its forced prefix (its rules apply).
+  bool after_prefix(int sentence, int step) const {
+    return step >= static_cast<int>(prefixes[sentence].size());
+  }
+};
+
+// The search's state between steps (search.py's _Beam).
+struct Beam {
+  std::vector<int> live;  // batch index of each live sentence, in row-group order
+  int rows_per = 1;
+  std::vector<int> parents, last_ids;
+  std::vector<float> cum_score, cum_logp;
+  std::vector<double> cum_reward;
+  std::vector<std::vector<int>> sequences;
+  std::vector<std::vector<int>> used;  // sorted ids of the limited pieces produced, with repeats
+                                       // (a piece's count is its run's length)
+  std::vector<std::vector<Closed>> closed;
+  std::vector<char> top_closed;
+  std::vector<Place> places;  // each row's template state
+
+  Beam(int batch, int start_id, bool use_templates)
+      : live(batch),
+        last_ids(batch, start_id),
+        cum_score(batch, 0.0f),
+        cum_logp(batch, 0.0f),
+        cum_reward(batch, 0.0),
+        sequences(batch),
+        used(batch),
+        closed(batch),
+        top_closed(batch, 0),
+        places(use_templates ? batch : 0) {
+    for (int i = 0; i < batch; ++i) live[i] = i;
+  }
+
+  int rows() const { return static_cast<int>(live.size()) * rows_per; }
+};
+
+// One step's piece reward: per row, (token, lambda * reward as float32), and the log-prob
+// cells it raised, with their values before.
+struct StepReward {
+  std::vector<std::vector<std::pair<int, float>>> per_row;
+  std::vector<std::pair<int, float>> saved;
+
+  double of(int row, int token) const {
+    if (per_row.empty()) return 0.0;
+    for (const auto& [t, v] : per_row[row])
+      if (t == token) return static_cast<double>(v);
+    return 0.0;
+  }
+};
+
+// The candidates kept for the next step (search.py's _Picks).
+struct NextBeam {
+  std::vector<int> rows, ids, live;
+  std::vector<float> scores;
+  std::vector<char> counted;
+};
+
+// The template rule, then the UTF-8 rule: the tokens each row may not produce get -inf.
+inline void mask_rules(const Rules& rules, const Beam& beam, const std::vector<int>& row_sentences,
+                       float* log_probs, int step) {
+  const int vocab = rules.cfg.vocab;
+  if (rules.use_templates) {
+    for (int r = 0; r < beam.rows(); ++r) {
+      const int sentence = row_sentences[r];
+      const Template* t = rules.templates[sentence];
+      if (t && rules.after_prefix(sentence, step))
+        t->mask(beam.places[r], log_probs + static_cast<size_t>(r) * vocab, vocab,
+                rules.cfg.end_id);
+    }
+  }
+  if (rules.utf8.active()) {  // byte pieces only in valid UTF-8 order (utf8.h)
+    for (int r = 0; r < beam.rows(); ++r) {
+      const int sentence = row_sentences[r];
+      if (rules.after_prefix(sentence, step))
+        rules.utf8.mask(beam.sequences[r], log_probs + static_cast<size_t>(r) * vocab, vocab,
+                        step + 1 == rules.caps[sentence]);
+    }
+  }
+}
+
+// The reward of each token after one row's history: lambda times the sums of the pieces it
+// completes, where the row has not used up a limited piece and a template does not hold it.
+inline void row_reward(const Rules& rules, const Beam& beam, int r, const RewardTable& table,
+                       const Template* shape, std::vector<double>& sums) {
+  const int exempt = shape ? shape->rewarded_next(beam.places[r]) : -1;
+  const auto& history = beam.sequences[r];
+  const int tail = std::min<int>(table.max_n() - 1, static_cast<int>(history.size()));
+  const int* end = history.data() + history.size();
+  sums.assign(table.rewarded().size(), 0.0);
+  for (int n = 0; n <= tail; ++n) {
+    const auto* entries = table.after(end - n, n);
+    if (!entries) continue;
+    for (const auto& e : *entries) {
+      if (rules.track_used && e.piece >= 0) {
+        const auto range = std::equal_range(beam.used[r].begin(), beam.used[r].end(), e.piece);
+        if (range.second - range.first >= table.limit(e.piece)) continue;
+      }
+      if (shape) {
+        const int token = table.rewarded()[e.slot];
+        if (token != exempt && shape->holds(end - n, n, token)) continue;
+      }
+      sums[e.slot] += e.score;
+    }
+  }
+}
+
+// The piece reward rule (eq. 10), added to the rows' log-probs for the ranking; under a
+// template, a piece it holds rewards only its next token, once the gap before it holds a free
+// token (search.py's rule).
+inline void add_step_reward(const Rules& rules, const Beam& beam,
+                            const std::vector<int>& row_sentences, float* log_probs, int step,
+                            StepReward& out, std::vector<double>& sums) {
+  const int vocab = rules.cfg.vocab;
+  out.per_row.assign(rules.use_reward ? beam.rows() : 0, {});
+  out.saved.clear();
+  if (!rules.use_reward) return;
+  for (int r = 0; r < beam.rows(); ++r) {
+    const int sentence = row_sentences[r];
+    const RewardTable* table = rules.rewards[sentence];
+    if (!table) continue;
+    const Template* shape = rules.use_templates && rules.after_prefix(sentence, step)
+                                ? rules.templates[sentence]
+                                : nullptr;
+    row_reward(rules, beam, r, *table, shape, sums);
+    auto& row = out.per_row[r];
+    for (size_t slot = 0; slot < sums.size(); ++slot) {
+      if (sums[slot] == 0.0) continue;  // untouched, or summed to 0: no reward
+      const float value = static_cast<float>(sums[slot] * rules.cfg.lam);
+      const int token = table->rewarded()[slot];
+      row.emplace_back(token, value);
+      float& cell = log_probs[static_cast<size_t>(r) * vocab + token];
+      out.saved.emplace_back(static_cast<int>(static_cast<size_t>(r) * vocab + token), cell);
+      cell += value;
+    }
+  }
+}
+
+// Each live sentence's 2K best candidates (on the decoder's threads when the batch is large
+// enough to pay for them: the same candidates on any thread count); the reward is then taken
+// off the log-probs again, which hold the model's own afterwards.
+inline std::vector<std::vector<Candidate>> ranked(const Rules& rules, const Beam& beam,
+                                                  float* log_probs, const StepReward& reward) {
+  const int vocab = rules.cfg.vocab;
+  std::vector<std::vector<Candidate>> tops(beam.live.size());
+  const int groups = static_cast<int>(beam.live.size());
+  const int64_t scanned = static_cast<int64_t>(groups) * beam.rows_per * vocab;
+  for_each_row(groups, scanned >= (1 << 18) ? rules.cfg.threads : 1, [&](int g) {
+    const size_t first = static_cast<size_t>(g) * beam.rows_per;
+    top_k(log_probs + first * vocab, beam.cum_score.data() + first, beam.rows_per, vocab,
+          2 * rules.cfg.beam, tops[g]);
+  });
+  for (const auto& [flat, value] : reward.saved) log_probs[flat] = value;
+  return tops;
+}
+
+// One sentence's candidates as tokens, origin rows and scores, its forced prefix applied
+// (CTranslate2's target_prefix rule, search.py's _apply_prefix).
+inline Picks candidates_of(const Rules& rules, const Beam& beam,
+                           const std::vector<Candidate>& cands, int g, int sentence, int step) {
+  const int vocab = rules.cfg.vocab;
+  Picks picks;
+  for (const auto& c : cands) {
+    picks.tokens.push_back(static_cast<int>(c.flat % vocab));
+    picks.origins.push_back(static_cast<int>(g * beam.rows_per + c.flat / vocab));
+    picks.scores.push_back(c.score);
+  }
+  const std::vector<int>& prefix = rules.prefixes[sentence];
+  const int prefix_length = static_cast<int>(prefix.size());
+  if (prefix_length > 0 && step <= prefix_length) {
+    const int first_row = g * beam.rows_per;
+    for (int j = 0; j < static_cast<int>(cands.size()); ++j) {
+      if (step < prefix_length) {
+        picks.tokens[j] = prefix[step];
+        picks.scores[j] = j == 0 ? 0.0f : -1e10f;
+        picks.origins[j] = first_row;
+      } else if (j > 0 && picks.tokens[j] == rules.cfg.end_id) {
+        picks.tokens[j] = 0;
+        picks.scores[j] = -1e10f;
+        picks.origins[j] = first_row;
+      }
+    }
+  }
+  return picks;
+}
+
+// The end rule: the hypothesis of row `origin` closes with `token` (its </s>, or its last
+// token on the last step); a forced token's log-prob and reward are not counted.
+inline void close_hypothesis(const Rules& rules, Beam& beam, const float* log_probs,
+                             const StepReward& reward, int sentence, int origin, int token,
+                             float score, bool counted) {
+  Closed c;
+  c.raw_score = score;
+  c.tokens = beam.sequences[origin];
+  if (token != rules.cfg.end_id) c.tokens.push_back(token);
+  c.log_prob = static_cast<double>(
+      beam.cum_logp[origin] +
+      (counted ? log_probs[static_cast<size_t>(origin) * rules.cfg.vocab + token] : 0.0f));
+  c.reward = beam.cum_reward[origin] + (counted ? reward.of(origin, token) : 0.0);
+  c.length = static_cast<int>(beam.sequences[origin].size()) + 1;
+  beam.closed[sentence].push_back(std::move(c));
+}
+
+// The length rule: a sentence is done on its last step, once max_closed hypotheses are
+// closed, or (early_exit) once its best beam closed with num_hypotheses.
+inline bool finished(const Rules& rules, const Beam& beam, int sentence, bool is_last_step) {
+  const int count = static_cast<int>(beam.closed[sentence].size());
+  if (is_last_step) return true;
+  if (rules.cfg.early_exit) return beam.top_closed[sentence] && count >= rules.cfg.num_hypotheses;
+  return count >= rules.cfg.max_closed;
+}
+
+// One live sentence's step: the candidates that close hypotheses closed, the next candidate
+// not ending in </s> from the secondary K in their place, and its K rows kept unless done.
+inline void advance_sentence(const Rules& rules, Beam& beam, const float* log_probs,
+                             const StepReward& reward, const std::vector<Candidate>& cands,
+                             int g, int step, NextBeam& next) {
+  constexpr float dead = -std::numeric_limits<float>::infinity();
+  const int sentence = beam.live[g], width = rules.cfg.beam, end_id = rules.cfg.end_id;
+  const bool is_last_step = step + 1 == rules.caps[sentence];
+  const bool counted = rules.after_prefix(sentence, step);  // a forced token is not counted
+  const Picks picks = candidates_of(rules, beam, cands, g, sentence, step);
+  const int count = static_cast<int>(cands.size());
+  int secondary = width;
+  std::vector<int> chosen;
+  for (int k = 0; k < width && k < count; ++k) {
+    int pick = k;
+    const int token = picks.tokens[k];
+    const bool closes = (token == end_id && counted) || is_last_step;
+    if (closes && picks.scores[k] != dead) {  // a dead row never closes
+      if (k == 0) beam.top_closed[sentence] = 1;
+      close_hypothesis(rules, beam, log_probs, reward, sentence, picks.origins[k], token,
+                       picks.scores[k], counted);
+      for (int j = secondary; j < count; ++j) {
+        if (picks.tokens[j] != end_id) {
+          pick = j;
+          secondary = j + 1;
+          break;
+        }
+      }
+    }
+    chosen.push_back(pick);
+  }
+  if (finished(rules, beam, sentence, is_last_step)) return;
+  next.live.push_back(sentence);
+  for (int pick : chosen) {
+    next.rows.push_back(picks.origins[pick]);
+    next.ids.push_back(picks.tokens[pick]);
+    next.scores.push_back(picks.scores[pick]);
+    next.counted.push_back(counted);
+  }
+}
+
+// The limited pieces a row has produced once `sequence` (its history with its new token) ends
+// as it does: `used` plus every piece the new token completes.
+inline std::vector<int> used_after(const RewardTable& table, std::vector<int> used,
+                                   const std::vector<int>& sequence) {
+  const int upto = std::min<int>(table.max_n(), static_cast<int>(sequence.size()));
+  for (int n = 1; n <= upto; ++n) {
+    const int piece = table.piece(sequence.data() + sequence.size() - n, n);
+    if (piece < 0) continue;
+    used.insert(std::upper_bound(used.begin(), used.end(), piece), piece);
+  }
+  return used;
+}
+
+// The beam for the next step from the kept candidates: scores, tokens, template states (the
+// template rule's automaton) and the limited pieces each row used.
+inline void take(const Rules& rules, Beam& beam, const float* log_probs, const StepReward& reward,
+                 NextBeam& next) {
+  const int vocab = rules.cfg.vocab, width = rules.cfg.beam;
+  const size_t n_next = next.rows.size();
+  std::vector<float> new_logp(n_next);
+  std::vector<double> new_reward(n_next);
+  std::vector<std::vector<int>> new_sequences(n_next), new_used(rules.track_used ? n_next : 0);
+  std::vector<Place> new_places(rules.use_templates ? n_next : 0);
+  for (size_t i = 0; i < n_next; ++i) {
+    const int p = next.rows[i], t = next.ids[i];
+    const int sentence = next.live[i / width];
+    new_logp[i] = beam.cum_logp[p] +
+                  (next.counted[i] ? log_probs[static_cast<size_t>(p) * vocab + t] : 0.0f);
+    new_reward[i] = beam.cum_reward[p] + (next.counted[i] ? reward.of(p, t) : 0.0);
+    new_sequences[i] = beam.sequences[p];
+    new_sequences[i].push_back(t);
+    if (rules.use_templates) {
+      const Template* tpl = rules.templates[sentence];
+      new_places[i] = tpl && next.counted[i] ? tpl->advance(beam.places[p], t) : beam.places[p];
+    }
+    if (rules.track_used) {
+      const RewardTable* table = rules.rewards[sentence];
+      new_used[i] = table ? used_after(*table, beam.used[p], new_sequences[i]) : beam.used[p];
+    }
+  }
+  beam.parents = std::move(next.rows);
+  beam.last_ids = std::move(next.ids);
+  beam.cum_score = std::move(next.scores);
+  beam.cum_logp = std::move(new_logp);
+  beam.cum_reward = std::move(new_reward);
+  beam.sequences = std::move(new_sequences);
+  if (rules.track_used) beam.used = std::move(new_used);
+  if (rules.use_templates) beam.places = std::move(new_places);
+  beam.live = std::move(next.live);
+  beam.rows_per = width;
+}
+
 inline std::vector<std::vector<Closed>> run_search(
     StepProvider& provider, int batch, const std::vector<int>& caps, const SearchConfig& cfg,
     const std::vector<const RewardTable*>& rewards,
     const std::vector<std::vector<int>>& prefixes,
     const std::vector<const Template*>& templates) {
-  const int vocab = cfg.vocab, beam = cfg.beam, num_candidates = 2 * beam;
-  constexpr float dead = -std::numeric_limits<float>::infinity();
-  const bool use_templates =
-      std::any_of(templates.begin(), templates.end(), [](auto* t) { return t; });
-  const bool use_reward =
-      cfg.lam != 0.0 && std::any_of(rewards.begin(), rewards.end(), [](auto* t) { return t; });
-  const bool track_used = use_reward && !cfg.reward_repeats;
+  const Rules rules(cfg, caps, rewards, prefixes, templates);
+  Beam beam(batch, cfg.start_id, rules.use_templates);
   int longest = 0;
   for (int c : caps) longest = std::max(longest, c);
-
-  std::vector<int> live(batch);
-  for (int i = 0; i < batch; ++i) live[i] = i;
-  int rows_per = 1;
-  std::vector<int> parents;
-  std::vector<int> last_ids(batch, cfg.start_id);
-  std::vector<float> cum_score(batch, 0.0f), cum_logp(batch, 0.0f);
-  std::vector<double> cum_reward(batch, 0.0);
-  std::vector<std::vector<int>> sequences(batch);
-  std::vector<std::vector<int>> used(batch);  // sorted ids of the limited pieces produced, with
-                                              // repeats (a piece's count is its run's length)
-  std::vector<std::vector<Closed>> closed(batch);
-  std::vector<char> top_closed(batch, 0);
-  std::vector<Place> places(use_templates ? batch : 0);  // each row's template state
-  const Utf8Rule utf8(cfg.id_of_byte, vocab);
-
-  // per row: (token, lambda * reward as float32) of this step
-  std::vector<std::vector<std::pair<int, float>>> step_rewards;
-  std::vector<std::pair<int, float>> saved;  // (flat index, original log-prob)
+  StepReward reward;
   std::vector<double> sums;
-
   for (int step = 0; step < longest; ++step) {
-    const int rows = static_cast<int>(live.size()) * rows_per;
-    std::vector<int> row_sentences(rows);
-    for (int r = 0; r < rows; ++r) row_sentences[r] = live[r / rows_per];
-    float* log_probs = provider.step(step == 0 ? nullptr : parents.data(), row_sentences, last_ids,
-                                     step < cfg.min_length);
-    if (use_templates) {
-      for (int r = 0; r < rows; ++r) {
-        const int sentence = row_sentences[r];
-        const Template* t = templates[sentence];
-        if (t && step >= static_cast<int>(prefixes[sentence].size()))
-          t->mask(places[r], log_probs + static_cast<size_t>(r) * vocab, vocab, cfg.end_id);
-      }
-    }
-    if (utf8.active()) {  // byte pieces only in valid UTF-8 order (utf8.h)
-      for (int r = 0; r < rows; ++r) {
-        const int sentence = row_sentences[r];
-        if (step >= static_cast<int>(prefixes[sentence].size()))
-          utf8.mask(sequences[r], log_probs + static_cast<size_t>(r) * vocab, vocab,
-                    step + 1 == caps[sentence]);
-      }
-    }
-    step_rewards.assign(use_reward ? rows : 0, {});
-    saved.clear();
-    if (use_reward) {
-      for (int r = 0; r < rows; ++r) {
-        const RewardTable* table = rewards[row_sentences[r]];
-        if (!table) continue;
-        // under a template, a piece it holds rewards only its next token, once the gap before
-        // it holds a free token (search.py's rule)
-        const Template* shape =
-            use_templates && step >= static_cast<int>(prefixes[row_sentences[r]].size())
-                ? templates[row_sentences[r]]
-                : nullptr;
-        const int exempt = shape ? shape->rewarded_next(places[r]) : -1;
-        const auto& history = sequences[r];
-        const int width = table->max_n() - 1;
-        const int tail = std::min<int>(width, static_cast<int>(history.size()));
-        const int* end = history.data() + history.size();
-        sums.assign(table->rewarded().size(), 0.0);
-        for (int n = 0; n <= tail; ++n) {
-          const auto* entries = table->after(end - n, n);
-          if (!entries) continue;
-          for (const auto& e : *entries) {
-            if (track_used && e.piece >= 0) {
-              const auto range = std::equal_range(used[r].begin(), used[r].end(), e.piece);
-              if (range.second - range.first >= table->limit(e.piece)) continue;
-            }
-            if (shape) {
-              const int token = table->rewarded()[e.slot];
-              if (token != exempt && shape->holds(end - n, n, token)) continue;
-            }
-            sums[e.slot] += e.score;
-          }
-        }
-        auto& out = step_rewards[r];
-        for (size_t slot = 0; slot < sums.size(); ++slot) {
-          if (sums[slot] == 0.0) continue;  // untouched, or summed to 0: no reward
-          const float value = static_cast<float>(sums[slot] * cfg.lam);
-          const int token = table->rewarded()[slot];
-          out.emplace_back(token, value);
-          float& cell = log_probs[static_cast<size_t>(r) * vocab + token];
-          saved.emplace_back(static_cast<int>(static_cast<size_t>(r) * vocab + token), cell);
-          cell += value;
-        }
-      }
-    }
-    auto reward_of = [&](int row, int token) -> double {
-      if (!use_reward) return 0.0;
-      for (const auto& [t, v] : step_rewards[row])
-        if (t == token) return static_cast<double>(v);
-      return 0.0;
-    };
-
-    // each sentence's candidates on its own (on the decoder's threads when the batch is large
-    // enough to pay for them): the same candidates on any thread count
-    std::vector<std::vector<Candidate>> tops(live.size());
-    const int groups = static_cast<int>(live.size());
-    const int64_t scanned = static_cast<int64_t>(groups) * rows_per * vocab;
-    for_each_row(groups, scanned >= (1 << 18) ? cfg.threads : 1, [&](int g) {
-      const size_t first = static_cast<size_t>(g) * rows_per;
-      top_k(log_probs + first * vocab, cum_score.data() + first, rows_per, vocab, num_candidates,
-            tops[g]);
-    });
-    for (const auto& [flat, value] : saved) log_probs[flat] = value;  // the model's own again
-
-    std::vector<int> next_rows, next_ids, still_live;
-    std::vector<float> next_score;
-    std::vector<char> next_counted;
-    for (size_t g = 0; g < live.size(); ++g) {
-      const int sentence = live[g];
-      const bool is_last_step = step + 1 == caps[sentence];
-      const auto& cands = tops[g];
-      const int count = static_cast<int>(cands.size());
-      const std::vector<int>& prefix = prefixes[sentence];
-      const int prefix_length = static_cast<int>(prefix.size());
-      const bool counted = step >= prefix_length;  // a forced token's log-prob is not counted
-      Picks picks;
-      for (const auto& c : cands) {
-        picks.tokens.push_back(static_cast<int>(c.flat % vocab));
-        picks.origins.push_back(static_cast<int>(g * rows_per + c.flat / vocab));
-        picks.scores.push_back(c.score);
-      }
-      if (prefix_length > 0 && step <= prefix_length) {  // CTranslate2's target_prefix rule
-        const int first_row = static_cast<int>(g * rows_per);
-        for (int j = 0; j < count; ++j) {
-          if (step < prefix_length) {
-            picks.tokens[j] = prefix[step];
-            picks.scores[j] = j == 0 ? 0.0f : -1e10f;
-            picks.origins[j] = first_row;
-          } else if (j > 0 && picks.tokens[j] == cfg.end_id) {
-            picks.tokens[j] = 0;
-            picks.scores[j] = -1e10f;
-            picks.origins[j] = first_row;
-          }
-        }
-      }
-      auto token_of = [&](int j) { return picks.tokens[j]; };
-      auto origin_of = [&](int j) { return picks.origins[j]; };
-      int secondary = beam;
-      std::vector<int> chosen;
-      for (int k = 0; k < beam && k < count; ++k) {
-        int pick = k;
-        const int token = token_of(k);
-        const bool closes = (token == cfg.end_id && counted) || is_last_step;
-        if (closes && picks.scores[k] != dead) {  // a dead row never closes
-          if (k == 0) top_closed[sentence] = 1;
-          const int origin = origin_of(k);
-          Closed c;
-          c.raw_score = picks.scores[k];
-          c.tokens = sequences[origin];
-          if (token != cfg.end_id) c.tokens.push_back(token);
-          c.log_prob = static_cast<double>(
-              cum_logp[origin] +
-              (counted ? log_probs[static_cast<size_t>(origin) * vocab + token] : 0.0f));
-          c.reward = cum_reward[origin] + (counted ? reward_of(origin, token) : 0.0);
-          c.length = static_cast<int>(sequences[origin].size()) + 1;
-          closed[sentence].push_back(std::move(c));
-          for (int j = secondary; j < count; ++j) {
-            if (token_of(j) != cfg.end_id) {
-              pick = j;
-              secondary = j + 1;
-              break;
-            }
-          }
-        }
-        chosen.push_back(pick);
-      }
-      bool done;
-      if (is_last_step) {
-        done = true;
-      } else if (cfg.early_exit) {
-        done =
-            top_closed[sentence] && static_cast<int>(closed[sentence].size()) >= cfg.num_hypotheses;
-      } else {
-        done = static_cast<int>(closed[sentence].size()) >= cfg.max_closed;
-      }
-      if (done) continue;
-      still_live.push_back(sentence);
-      for (int pick : chosen) {
-        next_rows.push_back(origin_of(pick));
-        next_ids.push_back(token_of(pick));
-        next_score.push_back(picks.scores[pick]);
-        next_counted.push_back(counted);
-      }
-    }
-    if (still_live.empty()) break;
-    const size_t n_next = next_rows.size();
-    std::vector<float> new_logp(n_next);
-    std::vector<double> new_reward(n_next);
-    std::vector<std::vector<int>> new_sequences(n_next), new_used(track_used ? n_next : 0);
-    std::vector<Place> new_places(use_templates ? n_next : 0);
-    for (size_t i = 0; i < n_next; ++i) {
-      const int p = next_rows[i], t = next_ids[i];
-      new_logp[i] = cum_logp[p] + (next_counted[i] ? log_probs[static_cast<size_t>(p) * vocab + t]
-                                                    : 0.0f);
-      new_reward[i] = cum_reward[p] + (next_counted[i] ? reward_of(p, t) : 0.0);
-      new_sequences[i] = sequences[p];
-      new_sequences[i].push_back(t);
-      if (use_templates) {
-        const Template* tpl = templates[still_live[i / beam]];
-        new_places[i] = tpl && next_counted[i] ? tpl->advance(places[p], t) : places[p];
-      }
-      if (track_used) {
-        new_used[i] = used[p];
-        const RewardTable* table = rewards[still_live[i / beam]];
-        if (table) {
-          const auto& h = new_sequences[i];
-          const int upto = std::min<int>(table->max_n(), static_cast<int>(h.size()));
-          for (int n = 1; n <= upto; ++n) {
-            const int piece = table->piece(h.data() + h.size() - n, n);
-            if (piece < 0) continue;
-            new_used[i].insert(std::upper_bound(new_used[i].begin(), new_used[i].end(), piece),
-                               piece);
-          }
-        }
-      }
-    }
-    parents = std::move(next_rows);
-    last_ids = std::move(next_ids);
-    cum_score = std::move(next_score);
-    cum_logp = std::move(new_logp);
-    cum_reward = std::move(new_reward);
-    sequences = std::move(new_sequences);
-    if (track_used) used = std::move(new_used);
-    if (use_templates) places = std::move(new_places);
-    live = std::move(still_live);
-    rows_per = beam;
+    std::vector<int> row_sentences(beam.rows());
+    for (int r = 0; r < beam.rows(); ++r) row_sentences[r] = beam.live[r / beam.rows_per];
+    float* log_probs = provider.step(step == 0 ? nullptr : beam.parents.data(), row_sentences,
+                                     beam.last_ids, step < cfg.min_length);
+    mask_rules(rules, beam, row_sentences, log_probs, step);
+    add_step_reward(rules, beam, row_sentences, log_probs, step, reward, sums);
+    const auto tops = ranked(rules, beam, log_probs, reward);
+    NextBeam next;
+    for (size_t g = 0; g < tops.size(); ++g)
+      advance_sentence(rules, beam, log_probs, reward, tops[g], static_cast<int>(g), step, next);
+    if (next.live.empty()) break;
+    take(rules, beam, log_probs, reward, next);
   }
-  return closed;
+  return beam.closed;
 }
 
 // A step provider that asks Python (tests: the compiled search over another engine's steps).
