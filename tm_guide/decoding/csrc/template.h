@@ -23,9 +23,10 @@ constexpr char kWordStart = 0, kWord = 1, kCharacter = 2;
 class Template {
  public:
   // `continues`: one code per vocabulary token, kWordStart, kWord (continues a word) or
-  // kCharacter (a UTF-8 continuation byte; empty: every token starts a word); such a token may finish a word for `overrun` tokens past a spent gap. `ahead`:
-  // per gap, the tokens it may not write (the template's next words; empty: none). `least`:
-  // per gap, the free tokens it must hold (empty: none). `joins`: per gap, whether the token
+  // kCharacter (a UTF-8 continuation byte; empty: every token starts a word); a continuing
+  // token may finish a word for `overrun` tokens past a spent gap. `ahead`: per gap, the
+  // tokens it may not write (the template's next words; empty: none). `least`: per gap, the
+  // free tokens it must hold (empty: none). `joins`: per gap, whether the token
   // before it is part of a word, which a continuing token would be glued to (empty: none).
   Template(std::vector<int> tokens, std::vector<int> gaps, int vocab, int end_id,
            std::string continues = std::string(), int overrun = 0,
