@@ -50,6 +50,18 @@ class EngineRequest:
 
 
 @dataclass(frozen=True)
+class ModelFacts:
+    """What decides whether an engine runs a model here: why the re-implemented engines cannot
+    run its architecture (None: they can; tm_guide.decoding.transformer_spec), the precision it
+    is stored in, the device, and whether PyTorch is installed."""
+
+    unsupported: str | None
+    precision: str
+    device: str
+    torch_there: bool
+
+
+@dataclass(frozen=True)
 class EngineSpec:
     """One engine of the registry: what it runs and how it is made.
 
@@ -58,7 +70,10 @@ class EngineSpec:
     engine that has none of its own). template_steps: the engine whose steps decode a sentence
     under a repair template for it (rerank's n-best cannot follow a template). reranks: its
     guided search reranks CTranslate2's own n-best. compiled: the fused C++ kernels run it (its
-    kernel path is reported and it computes in int8)."""
+    kernel path is reported and it computes in int8). refusal: why it cannot run a model here
+    (its architectures, the precisions it is exact for, what it needs installed); precision
+    and reason: what it computes a model in, and why "auto" takes it (choose_engine asks each
+    engine of ORDER in turn)."""
 
     name: str
     exact: bool
@@ -67,6 +82,11 @@ class EngineSpec:
     template_steps: str | None = None
     reranks: bool = False
     compiled: bool = False
+    # why it cannot run a model here (None: it can): its architectures, precisions and extras
+    refusal: Callable[[ModelFacts], str | None] = lambda facts: None
+    # what it computes a model in, and why "auto" takes it when it does
+    precision: Callable[[ModelFacts], str] = lambda facts: facts.precision
+    reason: Callable[[ModelFacts], str] = lambda facts: ""
 
     @property
     def stepper(self) -> str:
@@ -108,14 +128,51 @@ def _make_torch(request: EngineRequest) -> Any:
     )
 
 
+def _torch_precision(facts: ModelFacts) -> str:
+    """The torch engine computes an int8 model in int8 on the CPU, everything else in float32."""
+    return facts.precision if facts.device == "cpu" else "float32"
+
+
 AUTO = "auto"  # not an engine: the registry's choice for the model and device (choose_engine)
 NATIVE = "native"  # what produced an output CTranslate2's own search decoded (no engine)
 REGISTRY: dict[str, EngineSpec] = {
     spec.name: spec
     for spec in (
-        EngineSpec("fused", exact=True, devices=("cpu",), make=_make_fused, compiled=True),
-        EngineSpec("torch", exact=True, devices=("cpu", "cuda"), make=_make_torch),
-        EngineSpec("ct2", exact=True, devices=("cpu", "cuda"), make=_make_ct2),
+        EngineSpec(
+            "fused",
+            exact=True,
+            devices=("cpu",),
+            make=_make_fused,
+            compiled=True,
+            refusal=lambda facts: _fused_refusal(facts.unsupported, facts.precision),
+            precision=lambda facts: "int8",
+            reason=lambda facts: "the fastest exact engine here",
+        ),
+        EngineSpec(
+            "torch",
+            exact=True,
+            devices=("cpu", "cuda"),
+            make=_make_torch,
+            refusal=lambda facts: _torch_refusal(facts.unsupported, facts.torch_there),
+            precision=_torch_precision,
+            reason=lambda facts: (
+                "the fastest exact engine that runs here"
+                + (
+                    " (int8 products as CTranslate2 stores them)"
+                    if _torch_precision(facts) == "int8"
+                    else ""
+                )
+            ),
+        ),
+        EngineSpec(
+            "ct2",
+            exact=True,
+            devices=("cpu", "cuda"),
+            make=_make_ct2,
+            reason=lambda facts: (
+                "CTranslate2 computes every step; the faster engines do not run here"
+            ),
+        ),
         EngineSpec(
             "rerank",
             exact=False,
@@ -194,47 +251,37 @@ def stored_precision(quantization: str) -> str:
 
 def choose_engine(model_dir: Path | str, quantization: str, device: str = "cpu") -> EngineChoice:
     """The engine that "auto" runs for the model in `model_dir` on `device` ("cpu", "cuda" or
-    "auto": CUDA when PyTorch sees a GPU)."""
-    precision = stored_precision(quantization)
-    passed: list[tuple[str, str]] = []
-    unsupported = _unsupported(Path(model_dir))
+    "auto": CUDA when PyTorch sees a GPU): the first of ORDER that runs on the device and does
+    not refuse the model, with why each one before it did."""
     torch_there = importlib.util.find_spec("torch") is not None
     if device == AUTO:
         device = "cuda" if torch_there and _cuda_available() else "cpu"
-    fused, torch, ct2 = ORDER
-    if device == "cpu":
-        fused_why = _fused_refusal(unsupported, precision)
-        if fused_why is None:
+    facts = ModelFacts(
+        _unsupported(Path(model_dir)), stored_precision(quantization), device, torch_there
+    )
+    passed: list[tuple[str, str]] = []
+    for name in ORDER:
+        spec = REGISTRY[name]
+        if device not in spec.devices:
+            continue
+        why = spec.refusal(facts)
+        if why is not None:
+            passed.append((name, why))
+            continue
+        kernel = None
+        if spec.compiled:
             from tm_guide.decoding import compiled
 
             kernel = compiled.kernel()
-            return EngineChoice(
-                fused,
-                "cpu",
-                "int8",
-                "the fastest exact engine here",
-                kernel=kernel,
-            )
-        passed.append((fused, fused_why))
-    torch_why = _torch_refusal(unsupported, torch_there)
-    if torch_why is None:
-        torch_precision = precision if device == "cpu" else "float32"
         return EngineChoice(
-            torch,
+            name,
             device,
-            torch_precision,
-            "the fastest exact engine that runs here"
-            + (" (int8 products as CTranslate2 stores them)" if torch_precision == "int8" else ""),
+            spec.precision(facts),
+            spec.reason(facts),
+            kernel=kernel,
             passed_over=tuple(passed),
         )
-    passed.append((torch, torch_why))
-    return EngineChoice(
-        ct2,
-        device,
-        precision,
-        "CTranslate2 computes every step; the faster engines do not run here",
-        passed_over=tuple(passed),
-    )
+    raise ModelError(f"no engine runs this model on {device!r}: {dict(passed)}")
 
 
 def _unsupported(model_dir: Path) -> str | None:
