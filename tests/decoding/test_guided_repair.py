@@ -153,3 +153,45 @@ def test_a_close_match_gives_four_candidates_scored_by_the_model(store_and_memor
     # below the threshold nothing is compared
     (far,) = translator.translate([sentence], replace(options, choice=ChoiceOptions(0.95)))
     assert far.choice is None and far.translation == plain.translation
+
+
+def test_tm_guide_translate_with_a_memory_repairs_as_the_server_does(  # type: ignore[no-untyped-def]
+    tmp_path, monkeypatch, capsys, demo
+):
+    """`tm-guide translate --memory` decodes each line with the card's guidance, as the library
+    does with Guidance.resolve(card) (here the demo card's repair of a close match); --lambda 0
+    is the model alone, as without a memory; a --lambda without a memory is refused."""
+    from tm_guide.cli import main
+    from tm_guide.decoding.guidance import Guidance
+    from tm_guide.store import Store
+
+    monkeypatch.delenv("TM_GUIDE_INDEX_DIR", raising=False)
+    url = f"sqlite:///{tmp_path / 'tm.sqlite'}"
+    pairs = tmp_path / "tm.tsv"
+    pairs.write_text("".join(f"{s}\t{t}\n" for s, t in TM), encoding="utf-8")
+    sentences = ["Copies the selected object to the clipboard.", "Click OK."]
+    lines = tmp_path / "in.txt"
+    lines.write_text("".join(f"{s}\n" for s in sentences), encoding="utf-8")
+    assert main(["--db", url, "memory", "create", "help", "en", "de"]) == 0
+    assert main(["--db", url, "import", "help", str(pairs)]) == 0
+    capsys.readouterr()
+
+    assert main(["--db", url, "translate", "--memory", "help", str(lines), "--no-progress"]) == 0
+    guided = capsys.readouterr().out.splitlines()
+    with Store.open(url, tmp_path / "tm.sqlite.index") as store:
+        memory = store.get_memory("help")
+        options = Guidance.resolve(demo.card).apply(
+            TranslateOptions(memory_ids=(memory.id,), max_length_ratio=2.0)
+        )
+        expected = GuidedTranslator(demo, store).translate(sentences, options)
+    assert guided == [r.translation for r in expected]
+    assert expected[0].repaired_segment is not None  # the card repairs from 0.5
+
+    plain_args = ["--db", url, "translate", str(lines), "--no-progress"]
+    assert main(plain_args) == 0
+    plain = capsys.readouterr().out.splitlines()
+    zero = ["--db", url, "translate", "--memory", "help", "--lambda", "0", str(lines)]
+    assert main([*zero, "--no-progress"]) == 0
+    assert capsys.readouterr().out.splitlines() == plain
+    assert main([*plain_args, "--lambda", "2"]) == 1
+    assert "--memory" in capsys.readouterr().err

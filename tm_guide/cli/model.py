@@ -162,11 +162,12 @@ def _engine(bundle: Any) -> str:
 
 def _guidance(card: Any) -> str:
     """The lambda and piece rules the server uses by default, as the card records them."""
-    from tm_guide.decoding.rewards import RewardRule
+    from tm_guide.decoding.guidance import Guidance
 
     if card.guided_lambda is None:
         return "not tuned (lambda 1, eq. 10)"
-    return f"lambda {card.guided_lambda:g}, {RewardRule.resolve(card).describe()}"
+    guidance = Guidance.resolve(card)
+    return f"lambda {guidance.lam:g}, {guidance.describe()}"
 
 
 def _metric(value: float | None) -> str:

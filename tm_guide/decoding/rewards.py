@@ -26,8 +26,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -235,73 +233,3 @@ class PieceReward:
             if not repeats:
                 used = self.produced(used, ids[: t + 1])
         return total
-
-
-@dataclass(frozen=True)
-class RewardRule:
-    """How often a piece counts (`SearchOptions.reward_repeats`, `PieceOptions.clipped`), how
-    it is weighed (a PieceWeighting spec), from which similarity the best match is repaired
-    instead (a RepairOptions spec) and how a close match's candidates are chosen from (a
-    ChoiceOptions spec): what a model card records with its tuned lambda, and what a request or
-    an evaluation may choose instead."""
-
-    repeats: bool = True
-    clipped: bool = False
-    weighting: str = "linear"
-    repair: str = "off"
-    choice: str = "off"
-
-    @classmethod
-    def resolve(
-        cls,
-        card: Any = None,
-        repeats: bool | None = None,
-        clipped: bool | None = None,
-        weighting: str | None = None,
-        repair: str | None = None,
-        choice: str | None = None,
-    ) -> RewardRule:
-        """Each part as asked, else as the card records it, else eq. 10 with linear weights,
-        no repair and no choice."""
-        default = cls()
-
-        def pick(asked: Any, field: str, fallback: Any) -> Any:
-            recorded = getattr(card, field, None)
-            return next(v for v in (asked, recorded, fallback) if v is not None)
-
-        return cls(
-            repeats=bool(pick(repeats, "guided_reward_repeats", default.repeats)),
-            clipped=bool(pick(clipped, "guided_clipped", default.clipped)),
-            weighting=str(pick(weighting, "guided_weighting", default.weighting)),
-            repair=str(pick(repair, "guided_repair", default.repair)),
-            choice=str(pick(choice, "guided_choice", default.choice)),
-        )
-
-    def describe(self) -> str:
-        """The rule in words, for reports and `tm-guide model info`."""
-        if self.repeats:
-            rule = "every occurrence of a piece rewarded (eq. 10)"
-        elif self.clipped:
-            rule = "each piece rewarded at most as often as its TM target holds it (clipped)"
-        else:
-            rule = "pieces of two or more tokens rewarded once per hypothesis"
-        if self.weighting != "linear":
-            rule += f", piece weights {self.weighting} of the match similarity"
-        if self.repair != "off":
-            from tm_guide.pieces.repair import RepairOptions
-
-            repair = RepairOptions.parse(self.repair)
-            rule += (
-                f"; the best match repaired from similarity {repair.threshold:g} (gaps "
-                f"{repair.gap_scale} per token + {repair.gap_margin})"
-            )
-        if self.choice != "off":
-            from tm_guide.pieces.choice import ChoiceOptions
-
-            choice = ChoiceOptions.parse(self.choice)
-            rule += (
-                f"; from similarity {choice.threshold:g} the served candidate chosen by the"
-                f" model's score (biases: match {choice.match:g}, repaired {choice.repaired:g},"
-                f" guided {choice.guided:g})"
-            )
-        return rule

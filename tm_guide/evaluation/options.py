@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tm_guide.decoding.engines import AUTO
 from tm_guide.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from tm_guide.decoding.guidance import Guidance
 
 PAPER_LAMBDAS: tuple[float, ...] = (0.5, 1.0, 1.5, 2.0)
 PAPER_M_VALUES: tuple[int, ...] = (1, 5, 10, 20, 50, 100)
@@ -101,32 +104,49 @@ class EvalOptions:
 
     def for_model(self, card: Any) -> EvalOptions:
         """These options with what they leave open taken from the model card, as the server
-        takes it: the tuned lambda and the reward rule it was tuned with."""
+        takes it (tm_guide.decoding.guidance): the tuned lambda and the rules it was tuned with."""
         lambdas = self.lambdas
         if lambdas is None:
             lambdas = (card.guided_lambda,) if card.guided_lambda is not None else PAPER_LAMBDAS
-        from tm_guide.decoding.rewards import RewardRule
+        from tm_guide.decoding.guidance import Guidance
 
-        rule = RewardRule.resolve(
-            card, self.reward_repeats, self.clipped, self.weighting, self.repair, self.choice
+        resolved = Guidance.resolve(
+            card,
+            reward_repeats=self.reward_repeats,
+            clipped=self.clipped,
+            weighting=self.weighting,
+            repair=self.repair,
+            choice=self.choice,
         )
         return replace(
             self,
             lambdas=lambdas,
-            reward_repeats=rule.repeats,
-            clipped=rule.clipped,
-            weighting=rule.weighting,
-            repair=rule.repair,
-            choice=rule.choice,
+            reward_repeats=resolved.reward_repeats,
+            clipped=resolved.clipped,
+            weighting=resolved.weighting,
+            repair=resolved.repair,
+            choice=resolved.choice,
+        )
+
+    def guidance(self, lam: float) -> Guidance:
+        """The guidance these options decode with at `lam` (after for_model, nothing is left
+        open)."""
+        from tm_guide.decoding.guidance import Guidance
+
+        return Guidance.resolve(
+            None,
+            lam=lam,
+            reward_repeats=self.reward_repeats,
+            clipped=self.clipped,
+            weighting=self.weighting,
+            repair=self.repair,
+            choice=self.choice,
+            m=self.m,
         )
 
     def reward_rule(self) -> str:
         """The reward rule in words, for reports."""
-        from tm_guide.decoding.rewards import RewardRule
-
-        return RewardRule.resolve(
-            None, self.reward_repeats, self.clipped, self.weighting, self.repair, self.choice
-        ).describe()
+        return self.guidance(1.0).describe()
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready; paths as given, so a run with relative paths records no machine paths."""

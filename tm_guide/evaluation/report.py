@@ -377,14 +377,14 @@ def _reward_rule(results: dict[str, Any]) -> str:
     """The reward rule as the results name it (reports written before they did: from options)."""
     if "reward_rule" in results:
         return str(results["reward_rule"])
-    from tm_guide.decoding.rewards import RewardRule
+    from tm_guide.decoding.guidance import Guidance
 
     options = results["options"]
-    return RewardRule.resolve(
+    return Guidance.resolve(
         None,
-        options.get("reward_repeats"),
-        options.get("clipped"),
-        options.get("weighting"),
-        options.get("repair"),
-        options.get("choice"),
+        reward_repeats=options.get("reward_repeats"),
+        clipped=options.get("clipped"),
+        weighting=options.get("weighting"),
+        repair=options.get("repair"),
+        choice=options.get("choice"),
     ).describe()

@@ -25,10 +25,6 @@ from tm_guide.evaluation.options import EvalOptions, display_path
 from tm_guide.evaluation.signature import model_checksum
 from tm_guide.evaluation.testset import TestSet, read_tsv
 from tm_guide.matching import exact_match, match_percentage
-from tm_guide.pieces import PieceOptions
-from tm_guide.pieces.choice import ChoiceOptions
-from tm_guide.pieces.repair import RepairOptions
-from tm_guide.pieces.weighting import PieceWeighting
 
 EVAL_MEMORY = "eval-tm"
 
@@ -122,25 +118,19 @@ class Runner:
 
         self.options = options
         self.translator = translator
-        self.base = TranslateOptions(
-            search=SearchOptions(
-                beam_size=options.beam_size, reward_repeats=bool(options.reward_repeats)
-            ),
-            pieces=PieceOptions(
-                m=options.m,
-                clipped=bool(options.clipped),
-                weighting=PieceWeighting.parse(options.weighting or "linear"),
-                repair=RepairOptions.parse(options.repair or "off"),
-            ),
-            engine=EngineOptions(
-                engine=options.engines[0],
-                device=options.device,
-                batch_size=options.batch_size,
-                threads=options.threads,
-            ),
-            memory_ids=(memory_id,),
-            max_length_ratio=options.max_length_ratio,
-            choice=ChoiceOptions.parse(options.choice or "off"),
+        lam = options.lambdas[0] if options.lambdas else 1.0
+        self.base = options.guidance(lam).apply(
+            TranslateOptions(
+                search=SearchOptions(beam_size=options.beam_size),
+                engine=EngineOptions(
+                    engine=options.engines[0],
+                    device=options.device,
+                    batch_size=options.batch_size,
+                    threads=options.threads,
+                ),
+                memory_ids=(memory_id,),
+                max_length_ratio=options.max_length_ratio,
+            )
         )
 
     def collect(self, data: TestSet, m: int, binary: bool = False) -> CollectedPieces:

@@ -81,56 +81,41 @@ def translate_options(
     options: MTOptions, m: int, memory_ids: Sequence[int], compute: Any, card: Any = None
 ) -> Any:
     """TranslateOptions for one request: what the request leaves open keeps the library default;
-    the engine and its thread count are the server's (`Compute`), and lambda is the request's,
-    else the server's setting, else the one tuned for the model (`card.guided_lambda`), else the
-    library default. Whether pieces are rewarded at every occurrence is the request's, else the
-    way that lambda was tuned (`card.guided_reward_repeats`), else eq. 10; so are the piece rules
-    (clipped counts and weighting by similarity: `card.guided_clipped`, `card.guided_weighting`)
-    and the repair of a close match (`card.guided_repair`) and the choice among its candidates
-    (`card.guided_choice`)."""
+    the engine and its thread count are the server's (`Compute`). The guidance settings are
+    resolved once (tm_guide.decoding.guidance): each as the request asks, else (lambda only)
+    the server's TM_GUIDE_LAMBDA, else as the model card records it, else eq. 10's default."""
+    from tm_guide.decoding.guidance import Guidance
     from tm_guide.decoding.guided import EngineOptions, TranslateOptions
-    from tm_guide.decoding.rewards import RewardRule
     from tm_guide.decoding.search import SearchOptions
     from tm_guide.pieces import PieceOptions
-    from tm_guide.pieces.choice import ChoiceOptions
-    from tm_guide.pieces.repair import RepairOptions
-    from tm_guide.pieces.weighting import PieceWeighting
 
-    search = SearchOptions()
-    for lam in (options.lam, compute.default_lambda, getattr(card, "guided_lambda", None)):
-        if lam is not None:
-            search = replace(search, lam=lam)
-            break
-    rule = RewardRule.resolve(
+    guidance = Guidance.resolve(
         card,
-        options.reward_repeats,
-        options.clipped,
-        options.weighting,
-        options.repair,
-        options.choice,
+        lam=options.lam if options.lam is not None else compute.default_lambda,
+        reward_repeats=options.reward_repeats,
+        clipped=options.clipped,
+        weighting=options.weighting,
+        repair=options.repair,
+        choice=options.choice,
+        m=m,
     )
-    search = replace(search, reward_repeats=rule.repeats)
+    search = SearchOptions()
     if options.beam_size is not None:
         search = replace(search, beam_size=options.beam_size)
-    pieces = PieceOptions(
-        m=m,
-        binary_reward=options.binary_reward,
-        clipped=rule.clipped,
-        weighting=PieceWeighting.parse(rule.weighting),
-        repair=RepairOptions.parse(rule.repair),
-    )
+    pieces = PieceOptions(binary_reward=options.binary_reward)
     if options.min_similarity is not None:
         pieces = replace(pieces, min_similarity=options.min_similarity)
-    return TranslateOptions(
-        search=search,
-        pieces=pieces,
-        engine=EngineOptions(
-            engine=options.engine or compute.engine, threads=compute.resolved_threads
-        ),
-        memory_ids=tuple(memory_ids),
-        max_length_ratio=MAX_LENGTH_RATIO,
-        return_unguided=options.unguided,
-        choice=ChoiceOptions.parse(rule.choice),
+    return guidance.apply(
+        TranslateOptions(
+            search=search,
+            pieces=pieces,
+            engine=EngineOptions(
+                engine=options.engine or compute.engine, threads=compute.resolved_threads
+            ),
+            memory_ids=tuple(memory_ids),
+            max_length_ratio=MAX_LENGTH_RATIO,
+            return_unguided=options.unguided,
+        )
     )
 
 
