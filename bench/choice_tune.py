@@ -38,34 +38,23 @@ KINDS = ("match", "repaired", "guided", "unguided")
 
 def collect(domain: str, floor: float, repair: str, batch: int) -> list[dict]:
     """Each dev sentence with a best match >= floor: its similarity, reference and candidates."""
+    from tm_guide.decoding.guidance import Guidance
     from tm_guide.decoding.guided import EngineOptions, GuidedTranslator, TranslateOptions
-    from tm_guide.decoding.search import SearchOptions
     from tm_guide.evaluation.runner import open_tm
     from tm_guide.model import Bundle
-    from tm_guide.pieces import PieceOptions
-    from tm_guide.pieces.repair import RepairOptions
-    from tm_guide.pieces.weighting import PieceWeighting
 
     bundle = Bundle.load(MODEL)
-    card = bundle.card
     folder = DATA / domain
     dev = read_tsv(folder / "dev.tsv")
     db = f"sqlite:///{folder / 'eval.sqlite'}"
     with open_tm(str(folder / "tm.tsv"), db, bundle, progress=False) as (store, memory):
         translator = GuidedTranslator(bundle, store)
-        options = TranslateOptions(
-            search=SearchOptions(
-                lam=card.guided_lambda or 1.0, reward_repeats=bool(card.guided_reward_repeats)
-            ),
-            pieces=PieceOptions(
-                clipped=bool(card.guided_clipped),
-                weighting=PieceWeighting.parse(card.guided_weighting or "linear"),
-                repair=RepairOptions.parse(repair),
-            ),
-            engine=EngineOptions(engine="auto", threads=1),
-            memory_ids=(memory.id,),
-            max_length_ratio=2.0,
-            choice=ChoiceOptions(floor),
+        # the card's guidance, with the repair from the floor and every candidate scored
+        guidance = Guidance.resolve(bundle.card, repair=repair, choice=ChoiceOptions(floor).spec)
+        options = guidance.apply(
+            TranslateOptions(
+                engine=EngineOptions(threads=1), memory_ids=(memory.id,), max_length_ratio=2.0
+            )
         )
         rows = []
         sources, references = dev.sources, dev.references
