@@ -601,7 +601,8 @@ class GuidedTranslator:
         ):
             return self.bundle.decode_target(tokens), None
         own = [surfaces[template.positions[k]] if k is not None else None for k in which]
-        return self.bundle.render_target(tokens, own)
+        rendered: tuple[str, list[int] | None] = self.bundle.render_target(tokens, own)
+        return rendered
 
     def utf8_rule(self) -> Utf8Rule | None:
         """The byte-piece rule of this model's vocabulary (None without byte fallback)."""

@@ -16,6 +16,7 @@ import json
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -41,7 +42,7 @@ class CT2ModelFile:
     spec_revision: int
     variables: dict[str, np.ndarray]
     aliases: dict[str, str] = field(default_factory=dict)
-    config: dict = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
     source_vocabulary: list[str] = field(default_factory=list)
     target_vocabulary: list[str] = field(default_factory=list)
 
@@ -59,7 +60,8 @@ class CT2ModelFile:
             if default is None:
                 raise ModelError(f"model.bin has no variable {name!r}")
             return default
-        return self.variables[name].item()
+        value: float | int = self.variables[name].item()
+        return value
 
     def dequantized(self, name: str) -> np.ndarray:
         """A weight as float32: int8/int16 weights are divided by their per-row scale."""
@@ -123,7 +125,7 @@ def _parse(data: bytes, path: Path) -> tuple[str, int, dict[str, np.ndarray], di
         nonlocal offset
         (value,) = struct.unpack_from("<" + fmt, data, offset)
         offset += struct.calcsize("<" + fmt)
-        return value
+        return int(value)
 
     def string() -> str:
         nonlocal offset

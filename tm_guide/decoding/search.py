@@ -151,7 +151,8 @@ def log_softmax(logits: np.ndarray, mask_id: int | None = None) -> np.ndarray:
     if mask_id is not None:
         logits[:, mask_id] = -np.inf
     shifted = logits - logits.max(axis=1, keepdims=True)
-    return shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    result: np.ndarray = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    return result
 
 
 def beam_search(

@@ -299,7 +299,10 @@ class TransformerModel(nn.Module):
         if not hasattr(self, "_encode"):
             self.prepare()
         self.encoder.check_length(ids.shape[1])
-        return self._encode(ids, lengths, self._encoder_weights, len(self.encoder_layers))
+        encoded: tuple[list[torch.Tensor], list[torch.Tensor], torch.Tensor] = self._encode(
+            ids, lengths, self._encoder_weights, len(self.encoder_layers)
+        )
+        return encoded
 
     def prepare(self) -> None:
         """Collect the weights as torch_step's StackWeights, for the scripted functions.
@@ -409,7 +412,7 @@ def _quantize_linear_layers(module: nn.Module) -> None:
         if isinstance(child, nn.Linear):
             with warnings.catch_warnings():  # quantized tensor factories warn of a future removal
                 warnings.simplefilter("ignore", UserWarning)
-                quantized = qdynamic.Linear(
+                quantized = qdynamic.Linear(  # type: ignore[no-untyped-call]
                     child.in_features,
                     child.out_features,
                     bias_=child.bias is not None,

@@ -52,7 +52,8 @@ class StackWeights(NamedTuple):
 def _linear(x: torch.Tensor, w: StackWeights, index: int) -> torch.Tensor:
     """fbgemm's dynamic int8 linear when the layers are quantized, else a float linear."""
     if len(w.packed) > 0:
-        return torch.ops.quantized.linear_dynamic(x, w.packed[index], True)
+        out: torch.Tensor = torch.ops.quantized.linear_dynamic(x, w.packed[index], True)
+        return out
     return F.linear(x, w.weights[index], w.biases[index])
 
 
@@ -222,7 +223,8 @@ def _scripted(function: Callable[..., Any]) -> Callable[..., Any]:
             # Deprecated in favour of torch.compile, which needs a C++ compiler where the server
             # runs and compiles per shape; the [torch] extra pins a torch that has TorchScript.
             warnings.simplefilter("ignore", DeprecationWarning)
-            return torch.jit.script(function)
+            scripted: Callable[..., Any] = torch.jit.script(function)
+            return scripted
     except Exception as exc:  # noqa: BLE001 - any scripting failure leaves the eager function
         log.warning(
             "torch engine: TorchScript unavailable for %s (%s); running it eagerly, slower",

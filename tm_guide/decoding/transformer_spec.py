@@ -123,4 +123,4 @@ class SourceIds:
 def start_token(model: CT2ModelFile) -> str:
     """The token the decoder starts from (CTranslate2: decoder_start_token, else BOS)."""
     config = model.config
-    return config.get("decoder_start_token") or config.get("bos_token", "<s>")
+    return str(config.get("decoder_start_token") or config.get("bos_token", "<s>"))

@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 META_ID = "meta"
 
 
-class SourceText(fields.TEXT):
+class SourceText(fields.TEXT):  # type: ignore[misc]  # whoosh is untyped
     """TEXT whose indexing skips whoosh's per-token objects (the bulk of indexing time).
 
     It yields exactly what the analyzer would (same words, frequencies, encoded as whoosh's
@@ -75,7 +75,7 @@ class _MemoryIndex:
         self.checked_at = 0.0
 
     def exists(self) -> bool:
-        return index.exists_in(str(self.path))
+        return bool(index.exists_in(str(self.path)))
 
     def ix(self) -> Any:
         if self._ix is None:

@@ -129,7 +129,7 @@ class TransformersSource(CheckpointSource):
         return str(architectures[0])
 
 
-class _TransformersConverter(ctranslate2.converters.TransformersConverter):
+class _TransformersConverter(ctranslate2.converters.TransformersConverter):  # type: ignore[misc]
     """CTranslate2's converter, given the language tokens of an M2M100 tokenizer.
 
     CTranslate2 appends them from `special_tokens_map["additional_special_tokens"]`, which

@@ -38,7 +38,7 @@ class AlignedPair:
     ) -> AlignedPair:
         masks = [0] * len(target)
         try:
-            for s, t in alignment:  # type: ignore[misc]
+            for s, t in alignment:
                 if t < 0:
                     raise IndexError
                 masks[t] |= 1 << s  # a negative s raises ValueError

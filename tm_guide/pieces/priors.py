@@ -72,11 +72,11 @@ class AlignmentPriors:
     @classmethod
     def from_counts(
         cls,
-        lex: Counter,
-        hmmf: Counter,
-        hmmr: Counter,
-        ferf: Counter,
-        ferr: Counter,
+        lex: Counter[Any],
+        hmmf: Counter[Any],
+        hmmr: Counter[Any],
+        ferf: Counter[Any],
+        ferr: Counter[Any],
         pairs: int,
     ) -> AlignmentPriors:
         lexical: dict[str, list[tuple[str, str, float]]] = defaultdict(list)
