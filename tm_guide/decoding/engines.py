@@ -96,11 +96,17 @@ class EngineSpec:
     def resolve_device(self, device: str) -> str:
         """`device` with "auto" made concrete: CUDA where the engine runs there and PyTorch sees
         a GPU, else the CPU."""
-        if device != "auto":
+        if device != AUTO:
             return device
-        if "cuda" in self.devices and importlib.util.find_spec("torch") is not None:
-            return "cuda" if _cuda_available() else "cpu"
-        return "cpu"
+        return _auto_device() if "cuda" in self.devices else "cpu"
+
+    def kernel(self) -> str | None:
+        """The kernel path it runs on here: the compiled engine's (None for the others)."""
+        if not self.compiled:
+            return None
+        from tm_guide.decoding import compiled
+
+        return compiled.kernel()
 
 
 def _make_ct2(request: EngineRequest) -> Any:
@@ -207,13 +213,10 @@ def make_decoder(name: str, request: EngineRequest) -> Any:
 def named_choice(name: str, quantization: str) -> EngineChoice:
     """What an engine named by the operator (not "auto") runs, described as a choice would be."""
     spec = engine_spec(name)
-    kernel = None
-    precision = stored_precision(quantization)
-    if spec.compiled:
-        from tm_guide.decoding import compiled
-
-        kernel, precision = compiled.kernel(), "int8"
-    return EngineChoice(name, "cpu", precision, "set by TM_GUIDE_ENGINE", kernel=kernel)
+    facts = ModelFacts(None, stored_precision(quantization), "cpu", torch_there=False)
+    return EngineChoice(
+        name, "cpu", spec.precision(facts), "set by TM_GUIDE_ENGINE", kernel=spec.kernel()
+    )
 
 
 @dataclass(frozen=True)
@@ -253,9 +256,9 @@ def choose_engine(model_dir: Path | str, quantization: str, device: str = "cpu")
     """The engine that "auto" runs for the model in `model_dir` on `device` ("cpu", "cuda" or
     "auto": CUDA when PyTorch sees a GPU): the first of ORDER that runs on the device and does
     not refuse the model, with why each one before it did."""
-    torch_there = importlib.util.find_spec("torch") is not None
+    torch_there = _torch_there()
     if device == AUTO:
-        device = "cuda" if torch_there and _cuda_available() else "cpu"
+        device = _auto_device()
     facts = ModelFacts(
         _unsupported(Path(model_dir)), stored_precision(quantization), device, torch_there
     )
@@ -268,17 +271,12 @@ def choose_engine(model_dir: Path | str, quantization: str, device: str = "cpu")
         if why is not None:
             passed.append((name, why))
             continue
-        kernel = None
-        if spec.compiled:
-            from tm_guide.decoding import compiled
-
-            kernel = compiled.kernel()
         return EngineChoice(
             name,
             device,
             spec.precision(facts),
             spec.reason(facts),
-            kernel=kernel,
+            kernel=spec.kernel(),
             passed_over=tuple(passed),
         )
     raise ModelError(f"no engine runs this model on {device!r}: {dict(passed)}")
@@ -315,6 +313,16 @@ def _torch_refusal(unsupported: str | None, torch_there: bool) -> str | None:
     if not torch_there:
         return "PyTorch is not installed (the [torch] extra)"
     return unsupported
+
+
+def _torch_there() -> bool:
+    return importlib.util.find_spec("torch") is not None
+
+
+def _auto_device() -> str:
+    """What the device "auto" is here: CUDA when PyTorch is installed and sees a GPU, else the
+    CPU."""
+    return "cuda" if _torch_there() and _cuda_available() else "cpu"
 
 
 def _cuda_available() -> bool:

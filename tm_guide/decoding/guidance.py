@@ -40,6 +40,9 @@ CARD_FIELDS = {
     "repair": "guided_repair",
     "choice": "guided_choice",
 }
+# the settings a card records beside its lambda: the rules lambda was tuned with, which an
+# evaluation keeps among its options
+RULE_SETTINGS = ("reward_repeats", "clipped", "weighting", "repair", "choice")
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -278,18 +278,17 @@ class _Rules:
     vocab_size: int
     end_id: int
 
-    @property
-    def use_reward(self) -> bool:
-        return self.rewards is not None and self.options.lam != 0 and any(self.rewards)
+    # whether any sentence is rewarded, has a template, counts its limited pieces (repeats off):
+    # read at every step, so found once
+    use_reward: bool = field(init=False)
+    use_templates: bool = field(init=False)
+    track_used: bool = field(init=False)
 
-    @property
-    def use_templates(self) -> bool:
-        return any(t is not None for t in self.templates)
-
-    @property
-    def track_used(self) -> bool:
-        """Whether each row counts the limited pieces it produced (repeats off)."""
-        return self.use_reward and not self.options.reward_repeats
+    def __post_init__(self) -> None:
+        use_reward = self.rewards is not None and self.options.lam != 0 and any(self.rewards)
+        object.__setattr__(self, "use_reward", use_reward)
+        object.__setattr__(self, "use_templates", any(t is not None for t in self.templates))
+        object.__setattr__(self, "track_used", use_reward and not self.options.reward_repeats)
 
     def after_prefix(self, sentence: int, step: int) -> bool:
         """Whether `step` of `sentence` comes after its forced prefix (its rules apply)."""

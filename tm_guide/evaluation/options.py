@@ -108,24 +108,11 @@ class EvalOptions:
         lambdas = self.lambdas
         if lambdas is None:
             lambdas = (card.guided_lambda,) if card.guided_lambda is not None else PAPER_LAMBDAS
-        from tm_guide.decoding.guidance import Guidance
+        from tm_guide.decoding.guidance import RULE_SETTINGS, Guidance
 
-        resolved = Guidance.resolve(
-            card,
-            reward_repeats=self.reward_repeats,
-            clipped=self.clipped,
-            weighting=self.weighting,
-            repair=self.repair,
-            choice=self.choice,
-        )
+        resolved = Guidance.resolve(card, **self._rules())
         return replace(
-            self,
-            lambdas=lambdas,
-            reward_repeats=resolved.reward_repeats,
-            clipped=resolved.clipped,
-            weighting=resolved.weighting,
-            repair=resolved.repair,
-            choice=resolved.choice,
+            self, lambdas=lambdas, **{name: getattr(resolved, name) for name in RULE_SETTINGS}
         )
 
     def guidance(self, lam: float) -> Guidance:
@@ -133,16 +120,13 @@ class EvalOptions:
         open)."""
         from tm_guide.decoding.guidance import Guidance
 
-        return Guidance.resolve(
-            None,
-            lam=lam,
-            reward_repeats=self.reward_repeats,
-            clipped=self.clipped,
-            weighting=self.weighting,
-            repair=self.repair,
-            choice=self.choice,
-            m=self.m,
-        )
+        return Guidance.resolve(None, lam=lam, m=self.m, **self._rules())
+
+    def _rules(self) -> dict[str, Any]:
+        """The guidance rules these options ask for (None: left open)."""
+        from tm_guide.decoding.guidance import RULE_SETTINGS
+
+        return {name: getattr(self, name) for name in RULE_SETTINGS}
 
     def reward_rule(self) -> str:
         """The reward rule in words, for reports."""

@@ -377,14 +377,7 @@ def _reward_rule(results: dict[str, Any]) -> str:
     """The reward rule as the results name it (reports written before they did: from options)."""
     if "reward_rule" in results:
         return str(results["reward_rule"])
-    from tm_guide.decoding.guidance import Guidance
+    from tm_guide.decoding.guidance import RULE_SETTINGS, Guidance
 
     options = results["options"]
-    return Guidance.resolve(
-        None,
-        reward_repeats=options.get("reward_repeats"),
-        clipped=options.get("clipped"),
-        weighting=options.get("weighting"),
-        repair=options.get("repair"),
-        choice=options.get("choice"),
-    ).describe()
+    return Guidance.resolve(None, **{name: options.get(name) for name in RULE_SETTINGS}).describe()
