@@ -82,68 +82,68 @@ def repair():  # type: ignore[no-untyped-def]
     return run
 
 
-def test_a_deleted_word_goes_whole_and_leaves_no_piece_glued_to_the_seam(repair):  # type: ignore[no-untyped-def]
-    # was "Spielt diedatei ab.": "Video" went, and the model glued "datei" to the kept "die"
-    out = repair(
+# (match source, match target, (source word, target word) links, input, expected surface)
+CASES = [
+    pytest.param(
+        # was "Spielt diedatei ab.": "Video" went, and the model glued "datei" to the kept "die"
         "Play the video file.",
         "Spielt die Videodatei ab.",
         {(0, 0), (0, 3), (1, 1), (2, 2), (3, 2)},
         "Play the file.",
-    )
-    assert out == "Spielt die Datei ab."
-
-
-def test_a_gap_does_not_copy_the_words_that_follow_it(repair):  # type: ignore[no-untyped-def]
-    # was "..., das Werkzeug dieses Werkzeug zu aktivieren."
-    out = repair(
+        "Spielt die Datei ab.",
+        id="a-deleted-word-goes-whole-and-nothing-is-glued-to-the-seam",
+    ),
+    pytest.param(
+        # was "..., das Werkzeug dieses Werkzeug zu aktivieren."
         "Here you can find several ways to activate the tool.",
         "Hier finden Sie verschiedene Möglichkeiten, das Werkzeug zu aktivieren.",
         {(0, 0), (1, 2), (2, 1), (3, 1), (4, 3), (5, 4), (6, 7), (7, 8), (8, 5), (9, 6)},
         "Here you can find several ways to activate this tool.",
-    )
-    assert out == "Hier finden Sie verschiedene Möglichkeiten, dieses Werkzeug zu aktivieren."
-
-
-def test_a_changed_word_is_written_whole_and_its_article_agrees(repair):  # type: ignore[no-untyped-def]
-    # was "Erfahren Sie mehr über das Startcen.": the gap spent mid-word, "das" kept
-    out = repair(
+        "Hier finden Sie verschiedene Möglichkeiten, dieses Werkzeug zu aktivieren.",
+        id="a-gap-does-not-copy-the-words-that-follow-it",
+    ),
+    pytest.param(
+        # was "Erfahren Sie mehr über das Startcen.": the gap spent mid-word, "das" kept
         "Learn more about the start center.",
         "Erfahren Sie mehr über das Startcenter.",
         {(0, 0), (0, 1), (1, 2), (2, 3), (3, 4), (4, 5), (5, 5)},
         "Learn more about the start screen.",
-    )
-    assert out == "Erfahren Sie mehr über den Startbildschirm."
-
-
-def test_a_word_aligned_to_a_changed_source_word_is_not_kept(repair):  # type: ignore[no-untyped-def]
-    # was "..., um den Bildschirm aufzunehmen." where "capture" became "display"
-    out = repair(
+        "Erfahren Sie mehr über den Startbildschirm.",
+        id="a-changed-word-is-written-whole-and-its-article-agrees",
+    ),
+    pytest.param(
+        # was "..., um den Bildschirm aufzunehmen." where "capture" became "display"
         "Choose this option to capture the screen.",
         "Wählen Sie diese Option, um den Bildschirm aufzunehmen.",
         {(0, 0), (0, 1), (1, 2), (2, 3), (3, 4), (3, 7), (4, 7), (5, 5), (6, 6)},
         "Choose this option to display the screen.",
-    )
-    assert out == "Wählen Sie diese Option, um den Bildschirm anzuzeigen."
-
-
-def test_a_changed_content_word_is_rewritten_not_dropped(repair):  # type: ignore[no-untyped-def]
-    # was "Ausgewählte %(verbose_name_plural)s löschen" (the verb kept) and, with the verb
-    # dropped, "Ausgewählte %(verbose_name_plural)s" (the gap left empty)
-    out = repair(
+        "Wählen Sie diese Option, um den Bildschirm anzuzeigen.",
+        id="a-word-aligned-to-a-changed-source-word-is-not-kept",
+    ),
+    pytest.param(
+        # was "Ausgewählte %(verbose_name_plural)s löschen" (the verb kept) and, with the verb
+        # dropped, "Ausgewählte %(verbose_name_plural)s" (the gap left empty)
         "Delete selected %(verbose_name_plural)s",
         "Ausgewählte %(verbose_name_plural)s löschen",
         {(0, 2), (1, 0), (2, 1)},
         "Export selected %(verbose_name_plural)s",
-    )
-    assert out == "Ausgewählte %(verbose_name_plural)s exportieren"
-
-
-def test_a_possessive_before_a_changed_noun_agrees_with_it(repair):  # type: ignore[no-untyped-def]
-    # the kind of "Ihrer Bildschirms": "Ihrem" is kept whole, and the new noun fits it
-    out = repair(
+        "Ausgewählte %(verbose_name_plural)s exportieren",
+        id="a-changed-content-word-is-rewritten-not-dropped",
+    ),
+    pytest.param(
+        # the kind of "Ihrer Bildschirms": "Ihrem" is kept whole, and the new noun fits it
         "Click the button in your window.",
         "Klicken Sie auf die Schaltfläche in Ihrem Fenster.",
         {(0, 0), (0, 1), (1, 3), (2, 4), (3, 5), (4, 6), (5, 7)},
         "Click the button on your screen.",
-    )
-    assert out == "Klicken Sie auf die Schaltfläche auf Ihrem Bildschirm."
+        "Klicken Sie auf die Schaltfläche auf Ihrem Bildschirm.",
+        id="a-possessive-before-a-changed-noun-agrees-with-it",
+    ),
+]
+
+
+@pytest.mark.parametrize(("source", "target", "links", "query", "expected"), CASES)
+def test_the_repair_writes_what_a_translator_would_accept(  # type: ignore[no-untyped-def]
+    repair, source, target, links, query, expected
+):
+    assert repair(source, target, links, query) == expected
