@@ -84,13 +84,12 @@ def _register_request_metrics(app: Flask, services: Services) -> None:
             response.headers["X-TM-Guide-Degraded"] = degraded
         terms = g.get("glossary_terms")
         if terms:  # glossary entries that applied, and how many the translations hold
-            held = sum(1 for term in terms if term["applied"])
+            held = sum(1 for term in terms if term.applied)
             response.headers["X-TM-Guide-Glossary-Terms"] = f"{held}/{len(terms)}"
             log.info(
                 "glossary terms applied: %s",
                 ", ".join(
-                    f"{t['source']} -> {t['target']}{'' if t['applied'] else ' (missing)'}"
-                    for t in terms
+                    f"{t.source} -> {t.target}{'' if t.applied else ' (missing)'}" for t in terms
                 ),
             )
         started = g.get("started")

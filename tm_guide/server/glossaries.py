@@ -20,9 +20,11 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from tm_guide.pieces.terms import with_terms
+from tm_guide.server.results import PieceUse, TermUse, Translation
 from tm_guide.text.glossary import Glossary, Term, applied
 
 # The score of a glossary term's n-grams in the second search: that of a piece from an exact TM
@@ -114,12 +116,12 @@ class OwnTranslations:
 
 
 def swap_own_words(
-    record: dict[str, Any], terms: Sequence[Term], own: dict[str, str]
-) -> dict[str, Any]:
-    """The record with the model's own translation of each missing term replaced by the
+    translation: Translation, terms: Sequence[Term], own: dict[str, str]
+) -> Translation:
+    """The translation with the model's own translation of each missing term replaced by the
     glossary's target (first occurrence, whole words, any case); piece spans after it move."""
-    text = record["text"]
-    pieces = list(record["pieces_used"])
+    text = translation.text
+    pieces = list(translation.pieces_used)
     for term in terms:
         if applied(term, text):
             continue
@@ -135,24 +137,21 @@ def swap_own_words(
         start, end, delta = found.start(), found.end(), len(target) - (found.end() - found.start())
         text = text[:start] + target + text[end:]
         pieces = [_moved(piece, start, end, delta) for piece in pieces]
-    return {**record, "text": text, "pieces_used": pieces}
+    return translation.with_text(text, pieces)
 
 
-def _moved(piece: dict[str, Any], start: int, end: int, delta: int) -> dict[str, Any]:
-    span = piece["span"]
+def _moved(piece: PieceUse, start: int, end: int, delta: int) -> PieceUse:
+    span = piece.span
     if span is None or span[1] <= start:
         return piece
     if span[0] >= end:
-        return {**piece, "span": [span[0] + delta, span[1] + delta]}
-    return {**piece, "span": None}  # the replaced word was in it
+        return piece.moved(delta)
+    return replace(piece, span=None)  # the replaced word was in it
 
 
 def count_applied(terms: Sequence[Term], translation: str) -> int:
     return sum(applied(term, translation) for term in terms)
 
 
-def terms_json(terms: Sequence[Term], translation: str) -> list[dict[str, Any]]:
-    return [
-        {"source": term.source, "target": term.target, "applied": applied(term, translation)}
-        for term in terms
-    ]
+def terms_used(terms: Sequence[Term], translation: str) -> tuple[TermUse, ...]:
+    return tuple(TermUse(term.source, term.target, applied(term, translation)) for term in terms)

@@ -18,6 +18,7 @@ from tm_guide import languages
 from tm_guide.errors import InvalidInput, NotFound, Unprocessable
 from tm_guide.server.auth import Principal
 from tm_guide.server.config import ProtocolOptions
+from tm_guide.server.results import Suggestion
 from tm_guide.server.sentences import worst_level as _worst
 from tm_guide.server.services import Services
 from tm_guide.server.suggestions import MemoryChoice, SegmentQuery, SuggestOptions, suggest
@@ -171,12 +172,12 @@ def translate_texts(
         )
         queries = [SegmentQuery(request.texts[i]) for i in wanted]
         answer = suggest(services, queries, suggest_options)
-        for i, result in zip(wanted, answer["results"], strict=True):
+        for i, result in zip(wanted, answer.results, strict=True):
             items[i] = _translated(result, request.alternatives)
-        degraded = _worst([r["translation"].get("degraded") for r in answer["results"]])
+        degraded = _worst([t.degraded for t in answer.translations()])
         if degraded is not None and has_request_context():
             g.degraded = degraded
-        terms = [t for r in answer["results"] for t in r["translation"].get("glossary", [])]
+        terms = [term for t in answer.translations() for term in t.glossary]
         if terms and has_request_context():
             g.glossary_terms = terms
     return Translations(tuple(items), pair[0], tuple(m.name for m in memories), degraded)
@@ -190,13 +191,14 @@ def _deadline(options: ProtocolOptions) -> float | None:
     return (started or time.perf_counter()) + options.deadline_ms / 1000
 
 
-def _translated(result: dict[str, Any], alternatives: int) -> Translated:
-    translation = result["translation"]
-    text = translation["text"]
+def _translated(result: Suggestion, alternatives: int) -> Translated:
+    translation = result.translation
+    assert translation is not None  # asked with translate=True
+    text = translation.text
     others: list[str] = []
     if alternatives:  # the guided translation first where a verbatim TM match took its place
-        candidates = [translation.get("mt_text"), translation.get("unguided")]
-        candidates += [m["target"] for m in result["matches"]]
+        candidates = [translation.mt_text, translation.unguided]
+        candidates += [match.target for match in result.matches]
         for candidate in candidates:
             if candidate and candidate != text and candidate not in others:
                 others.append(candidate)

@@ -16,12 +16,13 @@ translator can insert as it is out.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from tm_guide.matching import exact_match, match_percentage
-from tm_guide.server.layouts import joined_translation, moved_pieces, verbatim_translation
-from tm_guide.server.sentences import SentenceDecoder, summed, worst_level
+from tm_guide.server.layouts import joined_translation
+from tm_guide.server.results import Timing, Translation
+from tm_guide.server.sentences import SentenceDecoder, worst_level
 from tm_guide.text import Layout, layout_of
 from tm_guide.text.layout import LONG_SENTENCE_WORDS
 from tm_guide.text.placeholders import Masked, enclosed, kept, mask, protected, runs_layout
@@ -29,13 +30,13 @@ from tm_guide.text.placeholders import Masked, enclosed, kept, mask, protected, 
 
 @dataclass(frozen=True)
 class SegmentTranslation:
-    """One segment's translation record (translations_json's shape, joined); the fuzzy matches
-    its retrieval found when the segment was one sentence as it is (None: search the segment);
-    and its stage timings."""
+    """One segment's translation (its sentences' joined); the fuzzy matches its retrieval
+    found when the segment was one sentence as it is (None: search the segment); and its stage
+    timings."""
 
-    record: dict[str, Any]
+    translation: Translation
     matches: list[Any] | None
-    stage_ms: dict[str, float]
+    timing: Timing
 
 
 def translate_segments(
@@ -58,8 +59,8 @@ def translate_segments(
     decoded = decoder.decode(
         [(masks[i].text if masks[i] else units[i]) for i in wanted]  # type: ignore[union-attr]
     )
-    records: list[dict[str, Any]] = [verbatim_translation(unit) for unit in units]
-    stage_ms: list[dict[str, float]] = [{} for _ in units]
+    records = [Translation.verbatim(unit) for unit in units]
+    timings = [Timing() for _ in units]
     pieces: list[Any] = [None] * len(units)
     lost = []
     spans = _spans(layouts)
@@ -71,22 +72,22 @@ def translate_segments(
         if not _whole(layout, edges, span)
     }
     for at, i in enumerate(wanted):
-        pieces[i], stage_ms[i] = decoded.pieces[at], decoded.stage_ms[at]
+        pieces[i], timings[i] = decoded.pieces[at], decoded.timings[at]
         verbatim = (
             _tm_target(units[i], decoded.pieces[at], penalties)
             if penalties is not None and i in inside
             else None
         )
         if verbatim is not None:
-            records[i] = {**decoded.records[at], "text": verbatim, "pieces_used": []}
+            records[i] = decoded.translations[at].with_text(verbatim, ())
             continue
-        record = _checked(units[i], masks[i], decoded.records[at])
+        record = _checked(units[i], masks[i], decoded.translations[at])
         if record is None:
             lost.append(i)
         else:
             records[i] = record
     if lost:
-        _translate_runs(decoder, units, lost, records, stage_ms)
+        _translate_runs(decoder, units, lost, records, timings)
     records = [
         _enclosed(record, lead, trail)
         for record, (lead, _, trail) in zip(records, edges, strict=True)
@@ -95,14 +96,17 @@ def translate_segments(
     out = []
     for source, layout, span in zip(sources, layouts, spans, strict=True):
         own = records[span]
-        record = joined_translation(layout, own) if own else verbatim_translation(source)
-        record["non_translatables"] = _how_kept(own)
-        record["degraded"] = worst_level([one.get("degraded") for one in own])
+        record = joined_translation(layout, own) if own else Translation.verbatim(source)
+        record = replace(
+            record,
+            non_translatables=_how_kept(own),
+            degraded=worst_level([one.degraded for one in own]),
+        )
         matches = None
         if _whole(layout, edges, span):  # its retrieval was the segment's
             collected = pieces[span.start]
             matches = list(collected.matches) if collected is not None else []
-        out.append(SegmentTranslation(record, matches, summed(stage_ms[span])))
+        out.append(SegmentTranslation(record, matches, Timing.summed(timings[span])))
     return out
 
 
@@ -146,34 +150,37 @@ def _tm_target(unit: str, collected: Any, penalties: dict[int, int]) -> str | No
     return str(chosen[1].target) if chosen is not None else None
 
 
-def _checked(unit: str, masked: Masked | None, record: dict[str, Any]) -> dict[str, Any] | None:
-    """The record with its markers put back, if it kept every non-translatable of `unit`."""
-    text = record["text"]
+def _checked(unit: str, masked: Masked | None, record: Translation) -> Translation | None:
+    """The translation with its markers put back, if it kept every non-translatable of `unit`."""
     if masked is not None:
+        text = record.text
         unmasked = masked.unmask(text)
         if unmasked is None:
             return None
-        pieces = []
-        for piece in record["pieces_used"]:
-            span = piece["span"]
-            if span is not None:
-                span = [masked.moved(text, span[0]), masked.moved(text, span[1])]
-            pieces.append({**piece, "span": span})
-        unguided = record["unguided"]
+        pieces = [
+            replace(
+                piece,
+                span=(masked.moved(text, piece.span[0]), masked.moved(text, piece.span[1])),
+            )
+            if piece.span is not None
+            else piece
+            for piece in record.pieces_used
+        ]
+        unguided = record.unguided
         if unguided is not None:
             unguided = masked.unmask(unguided) or unguided
-        record = {**record, "text": unmasked, "unguided": unguided, "pieces_used": pieces}
-    if not kept(unit, record["text"]):
+        record = replace(record, text=unmasked, unguided=unguided, pieces_used=tuple(pieces))
+    if not kept(unit, record.text):
         return None
-    return {**record, "non_translatables": "model" if protected(unit) else None}
+    return replace(record, non_translatables="model" if protected(unit) else None)
 
 
 def _translate_runs(
     decoder: SentenceDecoder,
     units: Sequence[str],
     lost: Sequence[int],
-    records: list[dict[str, Any]],
-    stage_ms: list[dict[str, float]],
+    records: list[Translation],
+    timings: list[Timing],
 ) -> None:
     """The sentences whose translation lost a non-translatable, translated run by run."""
     layouts: list[Layout] = [runs_layout(units[i]) for i in lost]
@@ -183,30 +190,30 @@ def _translate_runs(
     for i, layout in zip(lost, layouts, strict=True):
         span = slice(start, start + len(layout.units))
         start = span.stop
-        records[i] = {
-            **joined_translation(layout, decoded.records[span]),
-            "non_translatables": "runs",
-            "degraded": worst_level([one.get("degraded") for one in decoded.records[span]]),
-        }
-        stage_ms[i] = summed([stage_ms[i], *decoded.stage_ms[span]])
+        records[i] = replace(
+            joined_translation(layout, decoded.translations[span]),
+            non_translatables="runs",
+            degraded=worst_level([one.degraded for one in decoded.translations[span]]),
+        )
+        timings[i] = Timing.summed([timings[i], *decoded.timings[span]])
 
 
-def _enclosed(record: dict[str, Any], lead: str, trail: str) -> dict[str, Any]:
-    """The record of a sentence's text with the tags that enclosed it put back around it."""
+def _enclosed(record: Translation, lead: str, trail: str) -> Translation:
+    """The translation of a sentence's text with the tags that enclosed it put back around it."""
     if not lead and not trail:
         return record
-    unguided = record["unguided"]
-    return {
-        **record,
-        "text": lead + record["text"] + trail,
-        "unguided": lead + unguided + trail if unguided is not None else None,
-        "pieces_used": moved_pieces(record["pieces_used"], len(lead)),
-        "non_translatables": record.get("non_translatables") or "model",
-    }
+    unguided = record.unguided
+    return replace(
+        record,
+        text=lead + record.text + trail,
+        unguided=lead + unguided + trail if unguided is not None else None,
+        pieces_used=tuple(piece.moved(len(lead)) for piece in record.pieces_used),
+        non_translatables=record.non_translatables or "model",
+    )
 
 
-def _how_kept(records: Sequence[dict[str, Any]]) -> str | None:
+def _how_kept(records: Sequence[Translation]) -> str | None:
     """runs when any sentence fell back to its runs, model when the model kept them all, None
     for a segment without non-translatables."""
-    ways = {record.get("non_translatables") for record in records}
+    ways = {record.non_translatables for record in records}
     return "runs" if "runs" in ways else "model" if "model" in ways else None

@@ -21,11 +21,11 @@ from tm_guide.server.glossaries import (
     count_applied,
     swap_own_words,
     term_pieces,
-    terms_json,
+    terms_used,
 )
-from tm_guide.server.layouts import verbatim_translation
+from tm_guide.server.results import Timing, Translation
 from tm_guide.server.services import Services
-from tm_guide.server.translation import collect_pieces_until, translations_json
+from tm_guide.server.translation import collect_pieces_until, translations_of
 from tm_guide.text.glossary import Glossary, Term, all_applied
 from tm_guide.text.placeholders import kept
 
@@ -45,12 +45,12 @@ CLOSE_MATCH = 50
 
 @dataclass(frozen=True)
 class Decoded:
-    """Per sentence: its translation record (translations_json's shape), the pieces it was
-    decoded with (their fuzzy matches too), and its stage timings."""
+    """Per sentence: its translation, the pieces it was decoded with (their fuzzy matches too),
+    and its stage timings."""
 
-    records: list[dict[str, Any]]
+    translations: list[Translation]
     pieces: list[Any]
-    stage_ms: list[dict[str, float]]
+    timings: list[Timing]
 
 
 @dataclass(frozen=True)
@@ -116,18 +116,19 @@ class SentenceDecoder:
                     for text, collected in zip(texts, pieces, strict=True)
                 ],
                 pieces,
-                [stage_timings(collected, {}, decoded.queued_s) for collected in pieces],
+                [stage_timings(collected, 0.0, decoded.queued_s) for collected in pieces],
             )
         services.metrics.batch_sentences.observe(decoded.batch_sentences)
         results = translator.finish(prepared, decoded.results, options)
-        records = translations_json(translator, results, services.store(), self.names, pieces)
-        for record in records:
-            record["degraded"] = decoded.degraded
-        stage_ms = [
-            stage_timings(collected, record.pop("timings_ms"), decoded.queued_s)
-            for collected, record in zip(pieces, records, strict=True)
-        ]
-        return Decoded(records, pieces, stage_ms)
+        done = translations_of(translator, results, services.store(), self.names, pieces)
+        return Decoded(
+            [replace(translation, degraded=decoded.degraded) for translation, _ in done],
+            pieces,
+            [
+                stage_timings(collected, decoding_ms, decoded.queued_s)
+                for collected, (_, decoding_ms) in zip(pieces, done, strict=True)
+            ],
+        )
 
     def _follow_glossary(
         self,
@@ -137,19 +138,20 @@ class SentenceDecoder:
         decoded: Decoded,
     ) -> None:
         """The glossary's terms put into the decoded records (tm_guide.server.glossaries: the
-        model's own word swapped, else a second, rewarded search), each record listing its
-        terms in `glossary`."""
-        decodable = [i for i, r in enumerate(decoded.records) if r.get("degraded") != "tm-only"]
+        model's own word swapped, else a second, rewarded search), each translation listing
+        its terms in `glossary`."""
+        done = decoded.translations
+        decodable = [i for i, t in enumerate(done) if t.degraded != "tm-only"]
 
         def alone(sources: list[str]) -> list[str]:
             found = self.search(sources, [None] * len(sources), in_time=False)
-            return [record["text"] for record in found.records]
+            return [translation.text for translation in found.translations]
 
         own = OWN_TRANSLATIONS.of([t.source for i in decodable for t in terms[i]], alone)
         for i in decodable:
             if terms[i]:
-                decoded.records[i] = swap_own_words(decoded.records[i], terms[i], own)
-        missing = [i for i in decodable if not all_applied(terms[i], decoded.records[i]["text"])]
+                done[i] = swap_own_words(done[i], terms[i], own)
+        missing = [i for i in decodable if not all_applied(terms[i], done[i].text)]
         if missing:
             pieces = term_pieces(
                 self.translator,
@@ -161,24 +163,23 @@ class SentenceDecoder:
             )
             again = self.search([texts[i] for i in missing], pieces, in_time=False)
             for k, i in enumerate(missing):
-                record = swap_own_words(again.records[k], terms[i], own)
-                before = decoded.records[i]
+                retried = swap_own_words(again.translations[k], terms[i], own)
+                before = done[i]
                 if (
-                    count_applied(terms[i], record["text"])
-                    > count_applied(terms[i], before["text"])
-                    and record["model_score"] >= before["model_score"] - TERM_RETRY_MAX_LOSS
+                    count_applied(terms[i], retried.text) > count_applied(terms[i], before.text)
+                    and retried.model_score >= before.model_score - TERM_RETRY_MAX_LOSS
                 ):
-                    decoded.records[i] = record
-                    decoded.stage_ms[i] = summed([decoded.stage_ms[i], again.stage_ms[k]])
-        for record, wanted in zip(decoded.records, terms, strict=True):
-            record["glossary"] = terms_json(wanted, record["text"])
+                    done[i] = retried
+                    decoded.timings[i] = decoded.timings[i] + again.timings[k]
+        for i, wanted in enumerate(terms):
+            done[i] = replace(done[i], glossary=terms_used(wanted, done[i].text))
 
 
-def _tm_only(text: str, collected: Any, services: Services, mt_options: Any) -> dict[str, Any]:
-    """The record of a sentence not decoded in time: the target of its closest TM match, when
-    that is close and keeps the sentence's non-translatables; else the sentence itself. A
+def _tm_only(text: str, collected: Any, services: Services, mt_options: Any) -> Translation:
+    """The translation of a sentence not decoded in time: the target of its closest TM match,
+    when that is close and keeps the sentence's non-translatables; else the sentence itself. A
     sentence whose pieces were not collected is looked up in the index alone."""
-    record = {**verbatim_translation(text), "degraded": "tm-only"}
+    record = replace(Translation.verbatim(text), degraded="tm-only")
     if collected is not None:
         candidates = [(m.similarity, m.segment) for m in collected.matches]
     elif mt_options.memory_ids:
@@ -190,7 +191,7 @@ def _tm_only(text: str, collected: Any, services: Services, mt_options: Any) -> 
         return record
     similarity, segment = max(candidates, key=lambda candidate: candidate[0])
     if similarity >= TM_ONLY_MIN_SIMILARITY and kept(text, segment.target):
-        record.update(text=segment.target, best_match_similarity=round(similarity, 4))
+        record = replace(record, text=segment.target, best_match_similarity=round(similarity, 4))
     return record
 
 
@@ -200,34 +201,17 @@ def worst_level(levels: Sequence[str | None]) -> str | None:
     return max(ranked, key=DEGRADED_LEVELS.index) if ranked else None
 
 
-def stage_timings(pieces: Any, decoded_ms: dict[str, float], queued_s: float) -> dict[str, float]:
+def stage_timings(pieces: Any, decoding_ms: float, queued_s: float) -> Timing:
     """Retrieval and piece collection as the piece builder measured them, the wait for the
     decoding thread, then decoding (this sentence's share of its engine call)."""
-    timings = {
-        "retrieval": 0.0,
-        "pieces": 0.0,
-        "queue": round(queued_s * 1000, 3),
-        "decoding": decoded_ms.get("decoding", 0.0),
-    }
+    retrieval = pieces_ms = 0.0
     if pieces is not None:
-        retrieval = pieces.timings.get("retrieval", 0.0)
-        timings["retrieval"] = round(retrieval * 1000, 3)
-        timings["pieces"] = round((pieces.timings.get("total", 0.0) - retrieval) * 1000, 3)
-    timings["total"] = round(sum(timings.values()), 3)
-    return timings
-
-
-def summed(timings: Sequence[dict[str, float]]) -> dict[str, float]:
-    """A segment's stage timings: its sentences' added up (the queue wait counted once)."""
-    present = [one for one in timings if one]
-    if len(present) == 1:
-        return present[0]
-    out: dict[str, float] = {}
-    for one in present:
-        for stage, ms in one.items():
-            out[stage] = (
-                max(out.get(stage, 0.0), ms) if stage == "queue" else out.get(stage, 0.0) + ms
-            )
-    if "total" in out:
-        out["total"] = sum(v for k, v in out.items() if k != "total")
-    return {k: round(v, 3) for k, v in out.items()}
+        retrieval_s = pieces.timings.get("retrieval", 0.0)
+        retrieval = round(retrieval_s * 1000, 3)
+        pieces_ms = round((pieces.timings.get("total", 0.0) - retrieval_s) * 1000, 3)
+    return Timing(
+        retrieval=retrieval,
+        pieces=pieces_ms,
+        queue=round(queued_s * 1000, 3),
+        decoding=decoding_ms,
+    )

@@ -16,9 +16,17 @@ from tm_guide.errors import Unprocessable
 from tm_guide.matching import exact_match, match_percentage
 from tm_guide.server.glossaries import glossary_of
 from tm_guide.server.pipeline import translate_segments
+from tm_guide.server.results import (
+    Match,
+    MemoryUse,
+    Suggestion,
+    Suggestions,
+    Timing,
+    Translation,
+    VerbatimMatch,
+)
 from tm_guide.server.sentences import SentenceDecoder
 from tm_guide.server.services import Services
-from tm_guide.server.shapes import match_json
 from tm_guide.server.translation import (
     MTOptions,
     translate_options,
@@ -59,9 +67,13 @@ class SuggestOptions:
     glossaries: tuple[str | int, ...] = ()
 
 
+# a query's hits, its translation (None: matches only) and its stage timings
+_Answered = tuple[list[Any], Translation | None, Timing]
+
+
 def suggest(
     services: Services, queries: Sequence[SegmentQuery], options: SuggestOptions
-) -> dict[str, Any]:
+) -> Suggestions:
     """Matches for every query; with `translate`, the retrieval behind the matches is the piece
     builder's, so each sentence is looked up once and its pieces go straight to the decoder."""
     started = time.perf_counter()
@@ -70,83 +82,86 @@ def suggest(
     _check_one_language_pair(memories)
     penalties = {m.id: c.penalty for m, c in zip(memories, options.memories, strict=True)}
     names = {memory.id: memory.name for memory in memories}
-    sources = [q.source for q in queries]
 
     model: dict[str, Any] | None = None
-    translations: list[dict[str, Any] | None] = [None] * len(queries)
-    stage_ms: list[dict[str, float]] = [{} for _ in queries]
     if options.translate:
         translator = services.translator()
         model = _check_model_pair(translator, memories)
-        mt_options = translate_options(
-            options.mt, options.m, list(penalties), services.config.compute, translator.bundle.card
-        )
-        if translator.bundle.card.language_tokens:  # a multilingual model: which pair to write
-            pair = options.languages or (
-                (memories[0].source_lang, memories[0].target_lang) if memories else None
-            )
-            mt_options = replace(mt_options, languages=pair)
-        decoder = SentenceDecoder(
-            services,
-            translator,
-            mt_options,
-            names,
-            options.deadline,
-            glossary_of(store, [store.get_memory(ref) for ref in options.glossaries]),
-        )
-        translated = translate_segments(
-            decoder,
-            sources,
-            _source_language(options, memories, model),
-            penalties if options.exact_match_target else None,
-        )
-        hits = []
-        for i, (source, one) in enumerate(zip(sources, translated, strict=True)):
-            # a segment of one sentence as it is: its retrieval gave the matches; any other is
-            # searched whole, as a CAT tool shows matches
-            found = one.matches
-            if found is None:
-                found = store.search(list(penalties), source, limit=options.m)
-            hits.append(found)
-            translations[i] = one.record
-            stage_ms[i] = one.stage_ms
+        translated = _translated(services, translator, memories, queries, options, model)
     else:
-        hits = []
-        for i, source in enumerate(sources):
-            t0 = time.perf_counter()
-            hits.append(store.search(list(penalties), source, limit=options.m))
-            stage_ms[i] = {"retrieval": round((time.perf_counter() - t0) * 1000, 3)}
+        translated = [_searched(store, list(penalties), query, options.m) for query in queries]
 
-    results_json = []
-    for query, found, translation, timings in zip(
-        queries, hits, translations, stage_ms, strict=True
-    ):
-        for stage, ms in timings.items():
+    results = []
+    for query, (found, translation, timing) in zip(queries, translated, strict=True):
+        for stage, ms in timing.to_json().items():
             services.metrics.stages.labels(stage=stage).observe(ms / 1000)
-        scored = _scored(query, found, penalties)
+        scored = _scored(query, found, penalties, names)
         if translation is not None:
-            verbatim = (
-                _verbatim(scored, translation["text"]) if options.exact_match_target else None
-            )
-            _set_origin(translation, verbatim, names)
-        results_json.append(
-            {
-                "source": query.source,
-                "matches": _matches(scored, names, options),
-                "translation": translation,
-                "timings_ms": timings,
-            }
-        )
+            verbatim = _verbatim(scored, translation.text) if options.exact_match_target else None
+            translation = _with_origin(translation, verbatim)
+        results.append(Suggestion(query.source, _matches(scored, options), translation, timing))
     total = time.perf_counter() - started
     services.metrics.stages.labels(stage="request").observe(total)
-    return {
-        "results": results_json,
-        "model": model,
-        "memories": [
-            {"name": m.name, "revision": m.revision, "penalty": penalties[m.id]} for m in memories
-        ],
-        "timings_ms": {"total": round(total * 1000, 3)},
-    }
+    return Suggestions(
+        results=tuple(results),
+        model=model,
+        memories=tuple(MemoryUse(m.name, m.revision, penalties[m.id]) for m in memories),
+        total_ms=total * 1000,
+    )
+
+
+def _searched(
+    store: Any, memory_ids: list[int], query: SegmentQuery, limit: int
+) -> _Answered:
+    """A query's hits when only matches were asked for."""
+    t0 = time.perf_counter()
+    hits = store.search(memory_ids, query.source, limit=limit)
+    return hits, None, Timing(retrieval=round((time.perf_counter() - t0) * 1000, 3))
+
+
+def _translated(
+    services: Services,
+    translator: Any,
+    memories: Sequence[Any],
+    queries: Sequence[SegmentQuery],
+    options: SuggestOptions,
+    model: dict[str, Any],
+) -> list[_Answered]:
+    """Each query's hits, translation and stage timings, the batch translated in one call."""
+    store = services.store()
+    penalties = {m.id: c.penalty for m, c in zip(memories, options.memories, strict=True)}
+    mt_options = translate_options(
+        options.mt, options.m, list(penalties), services.config.compute, translator.bundle.card
+    )
+    if translator.bundle.card.language_tokens:  # a multilingual model: which pair to write
+        pair = options.languages or (
+            (memories[0].source_lang, memories[0].target_lang) if memories else None
+        )
+        mt_options = replace(mt_options, languages=pair)
+    decoder = SentenceDecoder(
+        services,
+        translator,
+        mt_options,
+        {memory.id: memory.name for memory in memories},
+        options.deadline,
+        glossary_of(store, [store.get_memory(ref) for ref in options.glossaries]),
+    )
+    sources = [q.source for q in queries]
+    translated = translate_segments(
+        decoder,
+        sources,
+        _source_language(options, memories, model),
+        penalties if options.exact_match_target else None,
+    )
+    out: list[_Answered] = []
+    for source, one in zip(sources, translated, strict=True):
+        # a segment of one sentence as it is: its retrieval gave the matches; any other is
+        # searched whole, as a CAT tool shows matches
+        found = one.matches
+        if found is None:
+            found = store.search(list(penalties), source, limit=options.m)
+        out.append((found, one.translation, one.timing))
+    return out
 
 
 def _source_language(
@@ -162,54 +177,46 @@ def _source_language(
 
 
 def _scored(
-    query: SegmentQuery, hits: Sequence[Any], penalties: dict[int, int]
-) -> list[tuple[Any, int]]:
-    """Each hit with its CAT match percentage after its memory's penalty (never below 0)."""
+    query: SegmentQuery, hits: Sequence[Any], penalties: dict[int, int], names: dict[int, str]
+) -> list[Match]:
+    """Each hit as a Match, with its CAT match percentage after its memory's penalty (never
+    below 0)."""
     scored = []
     for hit in hits:
         segment = hit.segment
         raw = match_percentage(query.source, segment.source, query.context, segment.context)
-        scored.append((hit, max(0, raw - penalties.get(segment.memory_id, 0))))
+        percent = max(0, raw - penalties.get(segment.memory_id, 0))
+        scored.append(Match(segment, percent, names.get(segment.memory_id)))
     return scored
 
 
-def _verbatim(scored: Sequence[tuple[Any, int]], translation: str) -> tuple[Any, int] | None:
-    """The hit a CAT tool would insert (matching.exact_match, on the matches after their
+def _verbatim(scored: Sequence[Match], translation: str) -> Match | None:
+    """The match a CAT tool would insert (matching.exact_match, on the matches after their
     memory's penalty, the guided `translation` breaking ties); None when no memory holds the
     source."""
-    hits = {hit.segment.id: hit for hit, _ in scored}
-    chosen = exact_match([(match, hit.segment) for hit, match in scored], translation)
-    return (hits[chosen[1].id], chosen[0]) if chosen is not None else None
+    by_id = {match.segment.id: match for match in scored}
+    chosen = exact_match([(match.percent, match.segment) for match in scored], translation)
+    return by_id[chosen[1].id] if chosen is not None else None
 
 
-def _set_origin(translation: dict[str, Any], verbatim: Any, names: dict[int, str]) -> None:
+def _with_origin(translation: Translation, verbatim: Match | None) -> Translation:
     """The suggestion's text: the verbatim match's target (origin tm), else the guided
     translation (origin mt), which stays in mt_text either way."""
-    translation["mt_text"] = translation["text"]
-    translation["origin"] = "mt"
-    translation["tm_match"] = None
-    if verbatim is not None:
-        hit, match = verbatim
-        translation["text"] = hit.segment.target
-        translation["origin"] = "tm"
-        translation["tm_match"] = {
-            "segment_id": hit.segment.id,
-            "memory": names.get(hit.segment.memory_id),
-            "match": match,
-        }
+    translation = replace(translation, mt_text=translation.text, origin="mt", tm_match=None)
+    if verbatim is None:
+        return translation
+    return replace(
+        translation,
+        text=verbatim.target,
+        origin="tm",
+        tm_match=VerbatimMatch(verbatim.segment.id, verbatim.memory, verbatim.percent),
+    )
 
 
-def _matches(
-    scored: Sequence[tuple[Any, int]], names: dict[int, str], options: SuggestOptions
-) -> list[dict[str, Any]]:
-    matches = []
-    for hit, match in scored:
-        segment = hit.segment
-        if match < options.min_match:
-            continue
-        matches.append(match_json(segment, match, names.get(segment.memory_id)))
-    matches.sort(key=lambda m: (-m["match"], m["segment_id"]))
-    return matches[: options.max_matches]
+def _matches(scored: Sequence[Match], options: SuggestOptions) -> tuple[Match, ...]:
+    kept = [match for match in scored if match.percent >= options.min_match]
+    kept.sort(key=lambda match: (-match.percent, match.segment.id))
+    return tuple(kept[: options.max_matches])
 
 
 def _check_one_language_pair(memories: Sequence[Any]) -> None:

@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from tm_guide.server.results import PieceUse, SegmentRef, Translation
+
 log = logging.getLogger(__name__)
 
 
@@ -154,16 +156,17 @@ def collect_pieces_until(
     return out, skipped
 
 
-def translations_json(
+def translations_of(
     translator: Any,
     results: Sequence[Any],
     store: Any,
     memory_names: dict[int, str],
     pieces: Sequence[Any] = (),
-) -> list[dict[str, Any]]:
-    """GuidedResults as JSON, each piece with where it sits in the text (`span`, characters) and
-    the TM segments it came from (id, memory, tuid, and the similarity of that segment's match,
-    so a client can say how far the piece is to be trusted).
+) -> list[tuple[Translation, float]]:
+    """GuidedResults as Translations, each with its decoding time (ms). Each piece says where
+    it sits in the text (`span`, characters) and the TM segments it came from (id, memory, tuid,
+    and the similarity of that segment's match, so a client can say how far the piece is to be
+    trusted).
 
     The segments are those the piece builder retrieved for these sentences (`pieces`, from
     collect_pieces); the store is asked only for any it did not hold."""
@@ -177,6 +180,7 @@ def translations_json(
     out = []
     for result, collected in zip(results, found, strict=True):
         similarity = {m.segment.id: m.similarity for m in collected.matches} if collected else {}
+
         offsets = None
         if result.matched_pieces:
             offsets = (
@@ -184,80 +188,60 @@ def translations_json(
                 if result.repaired_segment is not None
                 else translator.bundle.target_offsets(result.tokens)
             )
-        used = [
-            _piece_json(
-                translator, piece, result.translation, offsets, segments, similarity, memory_names
+        used = tuple(
+            PieceUse(
+                text=translator.bundle.decode_target(list(piece.tokens)),
+                tokens=tuple(piece.tokens),
+                position=piece.start,
+                span=_char_span(
+                    result.translation, offsets, piece.start, piece.start + len(piece.tokens)
+                ),
+                score=piece.score,
+                segments=tuple(
+                    _ref(i, segments, similarity, memory_names) for i in piece.segment_ids
+                ),
             )
             for piece in result.matched_pieces
-        ]
-        out.append(
-            {
-                "text": result.translation,
-                "unguided": result.unguided_translation,
-                "guided": result.guided,
-                "engine": result.engine,
-                "model_score": round(result.model_score, 4),
-                "reward": round(result.reward, 4),
-                "best_match_similarity": result.best_match_similarity,
-                "repaired": _repaired_json(result, segments, similarity, memory_names),
-                "chosen": result.choice.to_dict() if result.choice is not None else None,
-                "pieces_used": used,
-                "timings_ms": {k: round(v * 1000, 3) for k, v in result.timings.items()},
-            }
         )
+        translation = Translation(
+            text=result.translation,
+            unguided=result.unguided_translation,
+            guided=result.guided,
+            engine=result.engine,
+            model_score=result.model_score,
+            reward=result.reward,
+            best_match_similarity=result.best_match_similarity,
+            repaired=(
+                _ref(result.repaired_segment, segments, similarity, memory_names)
+                if result.repaired_segment is not None
+                else None
+            ),
+            chosen=result.choice,
+            pieces_used=used,
+        )
+        out.append((translation, round(result.timings.get("decoding", 0.0) * 1000, 3)))
     return out
 
 
-def _repaired_json(
-    result: Any,
+def _ref(
+    segment_id: int,
     segments: dict[int, Any],
     similarity: dict[int, float],
     memory_names: dict[int, str],
-) -> dict[str, Any] | None:
-    if result.repaired_segment is None:
-        return None
-    segment = segments.get(result.repaired_segment)
-    score = similarity.get(result.repaired_segment)
-    return {
-        "segment_id": result.repaired_segment,
-        "memory": memory_names.get(segment.memory_id) if segment else None,
-        "tuid": segment.tuid if segment else None,
-        "similarity": round(score, 4) if score is not None else None,
-    }
+) -> SegmentRef:
+    """A TM segment by id, with its memory's name and its similarity to the input."""
+    segment = segments.get(segment_id)
+    return SegmentRef(
+        segment_id,
+        memory_names.get(segment.memory_id) if segment else None,
+        segment.tuid if segment else None,
+        similarity.get(segment_id),
+    )
 
 
-def _piece_json(
-    translator: Any,
-    piece: Any,
-    text: str,
-    offsets: list[int] | None,
-    segments: dict[int, Any],
-    similarity: dict[int, float],
-    memory_names: dict[int, str],
-) -> dict[str, Any]:
-    refs = []
-    for segment_id in piece.segment_ids:
-        segment = segments.get(segment_id)
-        score = similarity.get(segment_id)
-        refs.append(
-            {
-                "id": segment_id,
-                "memory": memory_names.get(segment.memory_id) if segment else None,
-                "tuid": segment.tuid if segment else None,
-                "similarity": round(score, 4) if score is not None else None,
-            }
-        )
-    return {
-        "text": translator.bundle.decode_target(list(piece.tokens)),
-        "tokens": list(piece.tokens),
-        "position": piece.start,
-        "span": _char_span(text, offsets, piece.start, piece.start + len(piece.tokens)),
-        "score": round(piece.score, 4),
-        "segments": refs,
-    }
-
-
-def _char_span(text: str, offsets: list[int] | None, start: int, end: int) -> list[int] | None:
+def _char_span(
+    text: str, offsets: list[int] | None, start: int, end: int
+) -> tuple[int, int] | None:
     """The characters of `text` that tokens start..end produced, without the space a
     word-initial token carries; None when the offsets are unknown."""
     if offsets is None or end >= len(offsets):
@@ -265,7 +249,7 @@ def _char_span(text: str, offsets: list[int] | None, start: int, end: int) -> li
     first, last = offsets[start], offsets[end]
     while first < last and text[first].isspace():
         first += 1
-    return [first, last] if first < last else None
+    return (first, last) if first < last else None
 
 
 def align_after_write(services: Any, segments: Sequence[Any]) -> None:

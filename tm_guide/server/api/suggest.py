@@ -28,7 +28,7 @@ def suggest_view() -> Response:
     options = _options(body)
     for name in (*(choice.name for choice in options.memories), *options.glossaries):
         require(str(name), "read")
-    return jsonify(suggest(services(), queries, options))
+    return jsonify(suggest(services(), queries, options).to_json())
 
 
 def _queries(body: dict[str, Any]) -> list[SegmentQuery]:
