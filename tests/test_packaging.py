@@ -21,10 +21,12 @@ def setuptools_config() -> dict:  # type: ignore[type-arg]
 
 
 def test_every_python_package_of_the_repository_is_in_the_wheel() -> None:
-    found = {
-        ".".join(init.parent.relative_to(ROOT).parts)
-        for init in (ROOT / "tm_guide").rglob("__init__.py")
-    }
+    mapped = {folder: package for package, folder in setuptools_config()["package-dir"].items()}
+    found = set()
+    for top in ("tm_guide", *mapped):
+        for init in (ROOT / top).rglob("__init__.py"):
+            parts = init.parent.relative_to(ROOT).parts
+            found.add(".".join((mapped.get(parts[0], parts[0]), *parts[1:])))
     listed = set(setuptools_config()["packages"])
     assert found <= listed, f"add to pyproject.toml [tool.setuptools] packages: {found - listed}"
 
@@ -34,6 +36,17 @@ def test_the_wheel_installs_one_top_level_package() -> None:
     collide with any other project's module of that name."""
     tops = {name.split(".")[0] for name in setuptools_config()["packages"]}
     assert tops == {"tm_guide"}
+
+
+def test_the_server_folder_ships_as_tm_guide_server() -> None:
+    """The design card's layout keeps server/ at the top of the repository; installed, it is
+    tm_guide.server, and the checkout reaches it through the tm_guide/server link."""
+    assert setuptools_config()["package-dir"]["tm_guide.server"] == "server"
+    link = ROOT / "tm_guide" / "server"
+    assert link.is_symlink() and link.resolve() == (ROOT / "server").resolve()
+    import tm_guide.server
+
+    assert Path(tm_guide.server.__file__).resolve().parent == (ROOT / "server").resolve()
 
 
 def test_migrations_ship_as_a_package_of_the_wheel() -> None:

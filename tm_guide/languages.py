@@ -24,7 +24,7 @@ _SCRIPT_MODIFIERS = {"latin": "Latn", "cyrillic": "Cyrl", "arabic": "Arab", "dev
 
 # every spelling normalize() accepts: BCP 47 with - or _, a locale's .charset and @modifier
 # (de_DE.UTF-8, sr@latin); a well-formed tag that names no registered language is accepted and
-# matches only itself. The LanguageTag pattern of tm_guide/server/openapi.yaml is this one (a
+# matches only itself. The LanguageTag pattern of server/openapi.yaml is this one (a
 # test holds it).
 SPELLING = re.compile(r"[A-Za-z]{2,8}([-_][A-Za-z0-9]{1,8})*(\.[A-Za-z0-9-]+)?(@[A-Za-z]+)?")
 # RFC 5646 (4.4.1): a tag of at most 35 characters fits every implementation; the store's columns

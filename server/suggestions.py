@@ -110,9 +110,7 @@ def suggest(
     )
 
 
-def _searched(
-    store: Any, memory_ids: list[int], query: SegmentQuery, limit: int
-) -> _Answered:
+def _searched(store: Any, memory_ids: list[int], query: SegmentQuery, limit: int) -> _Answered:
     """A query's hits when only matches were asked for."""
     t0 = time.perf_counter()
     hits = store.search(memory_ids, query.source, limit=limit)

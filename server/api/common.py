@@ -1,4 +1,4 @@
-"""What the blueprints share: the app's services (JSON shapes are in tm_guide/server/shapes.py)."""
+"""What the blueprints share: the app's services (JSON shapes are in server/shapes.py)."""
 
 from __future__ import annotations
 

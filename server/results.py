@@ -2,7 +2,7 @@
 pieces, decoding, the text pipeline) and the protocols that render it.
 
 Each protocol reads these objects and writes its vendor's shape; `/v1` writes `to_json()`,
-which is the document's `SuggestResponse` (tm_guide/server/openapi.yaml). As CTranslate2's
+which is the document's `SuggestResponse` (server/openapi.yaml). As CTranslate2's
 `TranslationResult` and sacrebleu's `Score`, they are plain frozen values: building one never
 touches the store or the model.
 """

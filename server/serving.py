@@ -119,7 +119,7 @@ class GunicornServer(BaseApplication):  # type: ignore[misc]
             "workers": opts.workers,
             "threads": opts.threads,
             # gunicorn's threaded worker that reads whole requests before a thread takes them, and
-            # answers its own errors (414, 431, 400) in JSON (tm_guide/server/worker.py)
+            # answers its own errors (414, 431, 400) in JSON (server/worker.py)
             "worker_class": "tm_guide.server.worker.TMGuideWorker",
             "timeout": opts.timeout_s,
             "graceful_timeout": 30,

@@ -15,7 +15,7 @@ JSON list of {source, target, context, quality, rank}, best first:
 
 Weblate's tmserver setting is a URL and nothing more, so a key can ride in the path:
 `/tmserver/key/<token>/...`. The server's own access log redacts it; a proxy in front logs it
-unless told not to (see tm_guide/server/README.md).
+unless told not to (see server/README.md).
 """
 
 from __future__ import annotations

@@ -109,7 +109,7 @@ class Services:
 
     def decoder(self) -> Any:
         """Where suggestion requests decode: the batching decoder threads of this worker, or
-        (with batching off) the request's own thread. See tm_guide/server/batching.py."""
+        (with batching off) the request's own thread. See server/batching.py."""
         if self._decoder is None:
             translator = self.translator()
             with self._lock:
