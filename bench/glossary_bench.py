@@ -5,8 +5,9 @@ Builds a glossary and a test set from the German gettext catalogues installed un
 
   glossary   one- and two-word msgids whose msgstr is a capitalised word or two (a UI term and
              the catalogue's own German noun for it), kept when at least --min-uses other
-             msgids hold the term and their msgstr hold its translation (the catalogue's
-             terminology)
+             msgids hold the term and their msgstr hold its translation, and these are at
+             least --min-consistency of the msgids holding the term (the catalogues'
+             terminology: "when" -> "Wann", a column header, is not)
   test set   single-line msgids (up to 200 characters) holding a glossary term whose msgstr
              holds the term's translation, at most --sentences, the term entries held out
 
@@ -21,6 +22,7 @@ msgstr, both ways. Example:
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import re
 import sys
@@ -40,7 +42,11 @@ from tm_guide.text.glossary import Glossary, applied  # noqa: E402
 
 
 def build(
-    pairs: list[tuple[str, str]], min_uses: int, sentences: int, seed: int
+    pairs: list[tuple[str, str]],
+    min_uses: int,
+    min_consistency: float,
+    sentences: int,
+    seed: int,
 ) -> tuple[dict[str, str], list[tuple[str, str, list]]]:
     word = re.compile(r"^[A-Za-z][a-z]+(?: [a-z]+)?$")
     candidates = {  # terminology: a German noun (capitalised) for an English word or two
@@ -54,12 +60,18 @@ def build(
         if "\n" not in s and 20 <= len(s) <= 200 and s.lower() not in candidates
     ]
     uses: Counter[str] = Counter()
+    occurs: Counter[str] = Counter()
     every = Glossary(list(candidates.items()))
     for source, target in lines:
         for term in every.terms_in(source):
+            occurs[term.source] += 1
             if applied(term, target):
                 uses[term.source] += 1
-    chosen = {s: candidates[s] for s, n in uses.items() if n >= min_uses}
+    chosen = {
+        s: candidates[s]
+        for s, n in uses.items()
+        if n >= min_uses and n >= min_consistency * occurs[s]
+    }
     glossary = Glossary(list(chosen.items()))
     tests = []
     for source, target in lines:
@@ -86,12 +98,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--catalogues", type=Path, nargs="*", default=installed_catalogues())
     parser.add_argument("--min-uses", type=int, default=3)
+    parser.add_argument(
+        "--min-consistency",
+        type=float,
+        default=0.5,
+        help="keep a term whose translation the catalogues' msgstrs hold in at least this share "
+        "of the msgids holding the term (0: any)",
+    )
     parser.add_argument("--sentences", type=int, default=300)
     parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument("--outputs", type=Path, help="write every translation here (JSON lines)")
+    parser.add_argument(
+        "--show-missing", type=int, default=0, help="print this many translations missing a term"
+    )
     args = parser.parse_args()
 
     chosen, tests = build(
-        catalogue_pairs(args.catalogues), args.min_uses, args.sentences, args.seed
+        catalogue_pairs(args.catalogues),
+        args.min_uses,
+        args.min_consistency,
+        args.sentences,
+        args.seed,
     )
     pairs_total = sum(len(terms) for _, _, terms in tests)
     print(
@@ -99,6 +126,7 @@ def main() -> None:
         f"{len(tests)} test msgids holding {pairs_total} (msgid, term) pairs\n"
     )
     rows = []
+    translations: dict[str, list[str]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         server = LocalServer(Path(tmp), threads=40)
         try:
@@ -114,6 +142,7 @@ def main() -> None:
                 ).raise_for_status()
             for label, glossaries in (("without glossary", []), ("with glossary", ["terms"])):
                 outputs = [translate(server, source, glossaries) for source, _, _ in tests]
+                translations[label] = outputs
                 held = sum(
                     applied(term, output)
                     for output, (_, _, terms) in zip(outputs, tests, strict=True)
@@ -121,8 +150,23 @@ def main() -> None:
                 )
                 bleu = sacrebleu.corpus_bleu(outputs, [[target for _, target, _ in tests]])
                 rows.append((label, held / pairs_total, bleu.score))
+                if glossaries:
+                    missing = [
+                        (source, output, [t for t in terms if not applied(t, output)])
+                        for output, (source, _, terms) in zip(outputs, tests, strict=True)
+                        if not all(applied(t, output) for t in terms)
+                    ]
+                    for source, output, lacking in missing[: args.show_missing]:
+                        wanted = ", ".join(f"{t.source} -> {t.target}" for t in lacking)
+                        print(f"missing {wanted}\n  {source}\n  {output}")
         finally:
             server.stop()
+    if args.outputs:
+        with args.outputs.open("w", encoding="utf-8") as out:
+            for i, (source, target, terms) in enumerate(tests):
+                line = {"source": source, "reference": target, "terms": [t.source for t in terms]}
+                line.update({label: texts[i] for label, texts in translations.items()})
+                out.write(json.dumps(line, ensure_ascii=False) + "\n")
     print("| | terms held | BLEU |")
     print("|---|---|---|")
     for label, share, bleu in rows:

@@ -25,7 +25,7 @@ from typing import Any
 
 from tm_guide.pieces.terms import with_terms
 from tm_guide.server.results import PieceUse, TermUse, Translation
-from tm_guide.text.glossary import Glossary, Term, applied
+from tm_guide.text.glossary import Glossary, Term, applied, code_spans
 
 # The score of a glossary term's n-grams in the second search: that of a piece from an exact TM
 # match (eq. 8 scores are at most 1), each n-gram rewarded once.
@@ -118,26 +118,47 @@ class OwnTranslations:
 def swap_own_words(
     translation: Translation, terms: Sequence[Term], own: dict[str, str]
 ) -> Translation:
-    """The translation with the model's own translation of each missing term replaced by the
-    glossary's target (first occurrence, whole words, any case); piece spans after it move."""
+    """The translation with each missing term put in where the model wrote its own translation
+    of the term, or left the source term untranslated (first occurrence, whole words, any
+    case); piece spans after it move."""
     text = translation.text
     pieces = list(translation.pieces_used)
     for term in terms:
         if applied(term, text):
             continue
         word = own.get(term.source, "").strip().rstrip(".!?;:,").strip()
-        if not word or len(word.split()) > _MAX_OWN_WORDS:
-            continue
-        found = re.search(r"(?<!\w)" + re.escape(word) + r"(?!\w)", text, flags=re.IGNORECASE)
+        candidates = [term.source]
+        if word and len(word.split()) <= _MAX_OWN_WORDS:
+            candidates.insert(0, word)
+        found = None
+        for candidate in candidates:
+            found = _whole_word(candidate, text)
+            if found is not None:
+                break
         if found is None:
             continue
-        target = term.target
-        if found.start() == 0 and text[:1].isupper():
-            target = target[:1].upper() + target[1:]
-        start, end, delta = found.start(), found.end(), len(target) - (found.end() - found.start())
+        start, end = found.start(), found.end()
+        target = _cased_as(term.target, found.group(), at_start=start == 0)
         text = text[:start] + target + text[end:]
-        pieces = [_moved(piece, start, end, delta) for piece in pieces]
+        pieces = [_moved(piece, start, end, len(target) - (end - start)) for piece in pieces]
     return translation.with_text(text, pieces)
+
+
+def _whole_word(word: str, text: str) -> re.Match[str] | None:
+    """The first occurrence of `word` in `text` as whole words, outside non-translatables and
+    code (tm_guide.text.glossary.code_spans)."""
+    spans = code_spans(text)
+    for found in re.finditer(r"(?<!\w)" + re.escape(word) + r"(?!\w)", text, re.IGNORECASE):
+        if not any(start < found.end() and found.start() < end for start, end in spans):
+            return found
+    return None
+
+
+def _cased_as(target: str, replaced: str, at_start: bool) -> str:
+    """The glossary's target, capitalised where the word it replaces opens the sentence so."""
+    if at_start and replaced[:1].isupper():
+        return target[:1].upper() + target[1:]
+    return target
 
 
 def _moved(piece: PieceUse, start: int, end: int, delta: int) -> PieceUse:

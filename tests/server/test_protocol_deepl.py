@@ -350,3 +350,31 @@ def test_a_glossary_term_is_used_and_reported(server, keys) -> None:
     translation = v1.json["results"][0]["translation"]
     assert translation["glossary"] == [{"source": "file", "target": "Akte", "applied": True}]
     assert translation["text"] == guided
+
+
+def test_a_term_left_untranslated_is_put_in_and_code_is_left_alone(server, keys) -> None:
+    """Where the model copies the source term ("Iraq"), the glossary's target replaces it; a
+    term that occurs only as code (an option, "--list") does not apply, and the option stays
+    as it is."""
+    client = translator(server, keys["admin"])
+    glossary = client.create_glossary(
+        "region-terms",
+        source_lang="EN",
+        target_lang="DE",
+        entries={"iraq": "Irak", "latin": "Lateinisch", "list": "Liste"},
+    )
+    region = "Kurdish (Iraq, Latin Alt-Q)"
+    plain = client.translate_text(region, source_lang="EN", target_lang="DE").text
+    guided = client.translate_text(
+        region, source_lang="EN", target_lang="DE", glossary=glossary
+    ).text
+    assert "Iraq" in plain and "Latin" in plain, plain
+    assert guided == plain.replace("Iraq", "Irak").replace("Latin", "Lateinisch"), guided
+
+    option = "--name-only is only applicable to --list or --get-regexp"
+    v1 = server.client.post(
+        "/v1/suggest", {"source": option, "memories": ["docs"], "glossaries": ["region-terms"]}
+    )
+    assert v1.status == 200, v1.body
+    translation = v1.json["results"][0]["translation"]
+    assert translation["glossary"] == [] and "--list" in translation["text"], translation

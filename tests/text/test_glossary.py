@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tm_guide.text.glossary import Glossary, Term, applied
+from tm_guide.text.glossary import Glossary, Term, applied, prose
 
 
 def test_whole_words_any_case_longest_first_once() -> None:
@@ -30,3 +30,15 @@ def test_a_term_is_applied_as_written_as_whole_words() -> None:
 
 def test_an_empty_glossary_is_false() -> None:
     assert not Glossary([]) and not Glossary([("", "x"), ("a", " ")])
+
+
+def test_terms_apply_to_prose_not_to_code_or_non_translatables() -> None:
+    glossary = Glossary(
+        [("file", "Datei"), ("list", "Liste"), ("copy", "Kopie"), ("changes", "Änderungen")]
+    )
+    assert glossary.terms_in('use "git add <file>" or --list') == []  # a tag, an option
+    assert glossary.terms_in("missing .changes file") == [Term("file", "Datei")]  # a suffix
+    assert glossary.terms_in("COPY into table") == []  # a keyword in capitals
+    assert glossary.terms_in("Copy the list") == [Term("copy", "Kopie"), Term("list", "Liste")]
+    text = "see .git/objects, a_b and x=y"
+    assert prose(text) == "see " + " " * len(".git/objects") + ",     and    "

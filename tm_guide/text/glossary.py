@@ -16,6 +16,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from tm_guide.text.placeholders import PROTECTED
+
 
 @dataclass(frozen=True)
 class Term:
@@ -41,8 +43,9 @@ class Glossary:
         return bool(self._by_first)
 
     def terms_in(self, sentence: str) -> list[Term]:
-        """The entries whose source term occurs in `sentence`, in order of occurrence."""
-        words = _words(sentence)
+        """The entries whose source term occurs in the prose of `sentence` (see `prose`), in
+        order of occurrence."""
+        words = _words(prose(sentence))
         found: list[Term] = []
         i = 0
         while i < len(words):
@@ -55,6 +58,26 @@ class Glossary:
             else:
                 i += 1
         return found
+
+
+# Words that are code, not prose, in software strings: options (--list, -v), dotted names and
+# file extensions (.changes, .git/objects), identifiers (snake_case, a=b, a/b) and words in
+# capitals (SQL keywords, constants, metavariables: COPY, TRUE, SIZE).
+_CODE = re.compile(r"(?<!\S)--?\w[\w-]*|[\w.]*\.\w[\w./-]*|\w*[_/=]\w[\w/=.-]*|\b[A-Z][A-Z0-9]+\b")
+
+
+def code_spans(text: str) -> list[tuple[int, int]]:
+    """Where `text` holds a non-translatable (tm_guide.text.placeholders) or a word of code."""
+    return [m.span() for pattern in (PROTECTED, _CODE) for m in pattern.finditer(text)]
+
+
+def prose(text: str) -> str:
+    """`text` with its non-translatables and words of code blanked out: a glossary applies to
+    what a translator translates, and "<file>", "--list" or "COPY" stay as they are."""
+    chars = list(text)
+    for start, end in code_spans(text):
+        chars[start:end] = " " * (end - start)
+    return "".join(chars)
 
 
 def applied(term: Term, translation: str) -> bool:
