@@ -50,12 +50,9 @@ def _register_watchdog(app: Flask, watchdog: Watchdog) -> None:
 
 def _register_blueprints(app: Flask, config: ServerConfig) -> None:
     """tm-guide's own API, its web console (unless TM_GUIDE_UI=off), then each CAT-tool protocol
-    that TM_GUIDE_PROTOCOLS serves (a protocol module may also `register(app)` what else it
-    needs, such as its error body)."""
-    from importlib import import_module
-
+    that TM_GUIDE_PROTOCOLS serves (tm_guide.server.protocol)."""
     from tm_guide.server.api import docs, health, jobs, memories, segments, suggest
-    from tm_guide.server.config import PROTOCOLS
+    from tm_guide.server.api.protocols import FRONT_ENDS
 
     for module in (health, docs, memories, segments, suggest, jobs):
         app.register_blueprint(module.blueprint)
@@ -63,12 +60,9 @@ def _register_blueprints(app: Flask, config: ServerConfig) -> None:
         from tm_guide.server import console
 
         app.register_blueprint(console.blueprint)
-    for name in PROTOCOLS:
-        if config.protocols[name].enabled:
-            protocol = import_module(f"tm_guide.server.api.{name}")
-            app.register_blueprint(protocol.blueprint)
-            if hasattr(protocol, "register"):
-                protocol.register(app)
+    for protocol in FRONT_ENDS:
+        if config.protocols[protocol.name].enabled:
+            protocol.register(app)
 
 
 def _register_request_metrics(app: Flask, services: Services) -> None:

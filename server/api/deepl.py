@@ -53,7 +53,6 @@ from tm_guide.records import SegmentRecord
 from tm_guide.server.api.common import services
 from tm_guide.server.api.jobs import align_in_background
 from tm_guide.server.auth import ALL_MEMORIES, Principal, authenticate
-from tm_guide.server.errors import register_error_body
 from tm_guide.server.machine_translation import (
     TextsToTranslate,
     check_pair,
@@ -62,6 +61,7 @@ from tm_guide.server.machine_translation import (
     translate_texts,
 )
 from tm_guide.server.markup import translate_markup
+from tm_guide.server.protocol import Protocol
 from tm_guide.server.validation import request_arguments, string_arg
 from tm_guide.store import check_memory_fields
 
@@ -79,12 +79,6 @@ GLOSSARY_DESCRIPTION = "DeepL glossary (created through /deepl/v2/glossaries)"
 _TAG_NAME = re.compile(r"^[A-Za-z_][\w.:-]*$")
 
 
-def error_body(status: int, code: str, message: str, field: str | None) -> tuple[int, Any]:
-    """DeepL's error JSON; it has no 401 (a key problem is 403), no 409 and no 422 (400)."""
-    status = {401: 403, 409: 400, 422: 400}.get(status, status)
-    return status, {"message": message}
-
-
 class UsageCounter:
     """Characters translated per API key name, in this worker process since it started."""
 
@@ -99,11 +93,6 @@ class UsageCounter:
     def count(self, key: str) -> int:
         with self._lock:
             return self._counts.get(key, 0)
-
-
-def register(app: Flask) -> None:
-    register_error_body(app, PREFIX, error_body)
-    app.extensions[USAGE] = UsageCounter()
 
 
 def _usage() -> UsageCounter:
@@ -434,3 +423,21 @@ def glossary_entries(glossary_id: str) -> Response:
         for s in services().store().iter_segments(memory)
     ]
     return Response("\n".join(lines), mimetype="text/tab-separated-values")
+
+
+class DeepL(Protocol):
+    name = "deepl"
+    blueprint = blueprint
+
+    def error_body(
+        self, status: int, code: str, message: str, field: str | None
+    ) -> tuple[int, Any]:
+        """DeepL's error JSON; it has no 401 (a key problem is 403), no 409 and no 422 (400)."""
+        status = {401: 403, 409: 400, 422: 400}.get(status, status)
+        return status, {"message": message}
+
+    def setup(self, app: Flask) -> None:
+        app.extensions[USAGE] = UsageCounter()
+
+
+PROTOCOL = DeepL()

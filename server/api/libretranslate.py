@@ -19,13 +19,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, Flask, Response, jsonify
+from flask import Blueprint, Response, jsonify
 
 from tm_guide import languages
 from tm_guide.errors import InvalidInput
 from tm_guide.server.api.common import services
 from tm_guide.server.auth import authenticate
-from tm_guide.server.errors import register_error_body
 from tm_guide.server.machine_translation import (
     TextsToTranslate,
     model_pair,
@@ -33,22 +32,13 @@ from tm_guide.server.machine_translation import (
     translate_texts,
 )
 from tm_guide.server.markup import translate_markup
+from tm_guide.server.protocol import Protocol
 from tm_guide.server.validation import request_arguments, string_arg
 
 PREFIX = "/libretranslate"
 blueprint = Blueprint("libretranslate", __name__, url_prefix=PREFIX)
 MAX_ALTERNATIVES = 3
 FORMATS = ("text", "html")
-
-
-def error_body(status: int, code: str, message: str, field: str | None) -> tuple[int, Any]:
-    """LibreTranslate's error JSON; it has no 401 (a key problem is 403) and no 422."""
-    status = {401: 403, 422: 400}.get(status, status)
-    return status, {"error": message}
-
-
-def register(app: Flask) -> None:
-    register_error_body(app, PREFIX, error_body)
 
 
 @blueprint.post("/translate")
@@ -130,3 +120,18 @@ def languages_view() -> Response:
             {"code": target, "name": languages.display_name(target), "targets": []},
         ]
     )
+
+
+class LibreTranslate(Protocol):
+    name = "libretranslate"
+    blueprint = blueprint
+
+    def error_body(
+        self, status: int, code: str, message: str, field: str | None
+    ) -> tuple[int, Any]:
+        """LibreTranslate's error JSON; it has no 401 (a key problem is 403) and no 422."""
+        status = {401: 403, 422: 400}.get(status, status)
+        return status, {"error": message}
+
+
+PROTOCOL = LibreTranslate()

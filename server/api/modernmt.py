@@ -52,13 +52,13 @@ from tm_guide.records import SegmentRecord
 from tm_guide.server.api.common import services
 from tm_guide.server.api.jobs import align_in_background
 from tm_guide.server.auth import ALL_MEMORIES, Principal, authenticate
-from tm_guide.server.errors import register_error_body
 from tm_guide.server.machine_translation import (
     TextsToTranslate,
     model_pair,
     require_text_list,
     translate_texts,
 )
+from tm_guide.server.protocol import Protocol
 from tm_guide.server.translation import align_after_write
 from tm_guide.server.validation import json_name, request_arguments, string_arg
 from tm_guide.store import check_memory_fields
@@ -81,22 +81,6 @@ ERROR_TYPES = {
 }
 _48_BITS = (1 << 48) - 1
 _ID = re.compile(r"[0-9]{1,18}")
-
-
-def error_body(status: int, code: str, message: str, field: str | None) -> tuple[int, Any]:
-    """ModernMT's error envelope; it has no 422 (a well-formed but unusable request is 400)."""
-    status = {422: 400}.get(status, status)
-    if code == "unsupported_language":
-        kind = "UnsupportedLanguageException"
-    else:
-        fallback = "InternalServerErrorException" if status >= 500 else "ValidationException"
-        kind = ERROR_TYPES.get(status, fallback)
-    return status, {"status": status, "error": {"type": kind, "message": message}}
-
-
-def register(app: Flask) -> None:
-    register_error_body(app, PREFIX, error_body)
-    app.wsgi_app = _MethodOverride(app.wsgi_app)  # type: ignore[method-assign]
 
 
 class _MethodOverride:
@@ -654,3 +638,26 @@ def _glossary_csv(data: bytes, memory: Any, kind: str, author: str) -> list[Segm
             )
         )
     return records
+
+
+class ModernMT(Protocol):
+    name = "modernmt"
+    blueprint = blueprint
+
+    def error_body(
+        self, status: int, code: str, message: str, field: str | None
+    ) -> tuple[int, Any]:
+        """ModernMT's error envelope; it has no 422 (a well-formed but unusable request is 400)."""
+        status = {422: 400}.get(status, status)
+        if code == "unsupported_language":
+            kind = "UnsupportedLanguageException"
+        else:
+            fallback = "InternalServerErrorException" if status >= 500 else "ValidationException"
+            kind = ERROR_TYPES.get(status, fallback)
+        return status, {"status": status, "error": {"type": kind, "message": message}}
+
+    def setup(self, app: Flask) -> None:
+        app.wsgi_app = _MethodOverride(app.wsgi_app)  # type: ignore[method-assign]
+
+
+PROTOCOL = ModernMT()

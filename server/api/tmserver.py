@@ -31,6 +31,7 @@ from tm_guide.errors import InvalidInput
 from tm_guide.matching import amagama_quality
 from tm_guide.server.api.common import services
 from tm_guide.server.auth import LOCAL_USER, Principal, authenticate, current_principal
+from tm_guide.server.protocol import Protocol
 from tm_guide.store.types import SearchHit
 
 blueprint = Blueprint("tmserver", __name__, url_prefix="/tmserver")
@@ -148,3 +149,11 @@ def _units(text: str, hits: list[Any], min_similarity: int) -> list[dict[str, An
         if key not in best or (quality, unit["rank"]) > (best[key]["quality"], best[key]["rank"]):
             best[key] = unit
     return sorted(best.values(), key=lambda u: (-u["quality"], -u["rank"], u["source"]))
+
+
+class TmServer(Protocol):
+    name = "tmserver"
+    blueprint = blueprint
+
+
+PROTOCOL = TmServer()

@@ -144,6 +144,17 @@ def test_the_web_console_can_be_turned_off(start_server) -> None:
     assert server.client.get("/v1/memories").status == 200  # the API is still served
 
 
+def test_only_the_protocols_named_are_served_each_with_its_errors(start_server) -> None:
+    server = start_server(extra_env={"TM_GUIDE_PROTOCOLS": "deepl,libretranslate"})
+    client = server.client.with_token(None)
+    deepl = client.post("/deepl/v2/translate", {"text": ["Hi"], "target_lang": "DE"})
+    assert deepl.status == 403 and set(deepl.json) == {"message"}, deepl.body
+    libre = client.post("/libretranslate/translate", {"q": "Hi", "source": "en", "target": "de"})
+    assert libre.status == 403 and set(libre.json) == {"error"}, libre.body
+    for unserved in ("/modernmt/translate?q=Hi&source=en&target=de", "/tmserver/en/de/unit/Hi"):
+        assert client.get(unserved).status == 404
+
+
 def test_the_server_opens_no_control_socket_at_a_shared_path() -> None:
     """gunicorn's control socket sits at one path per user; two servers would collide there."""
     server = GunicornServer(ServerConfig.from_env(Settings()), ServeOptions())
