@@ -139,6 +139,26 @@ CASES = [
         "Klicken Sie auf die Schaltfläche auf Ihrem Bildschirm.",
         id="a-possessive-before-a-changed-noun-agrees-with-it",
     ),
+    pytest.param(
+        # was "..., um das zu speichern.": the article dropped to agree with the changed noun
+        # was written again, and it alone filled the gap the noun was owed
+        "Click the Save button to save the document.",
+        "Klicken Sie auf die Schaltfläche Speichern, um das Dokument zu speichern.",
+        {(0, 0), (0, 1), (1, 3), (2, 5), (3, 4), (4, 6), (5, 10), (6, 7), (7, 8)},
+        "Click the Save button to save the file.",
+        "Klicken Sie auf die Schaltfläche Speichern, um die Datei zu speichern.",
+        id="a-gap-writes-the-changed-word-not-only-its-article",
+    ),
+    pytest.param(
+        # was "..., den Sie möchten.": "Sie", dropped to agree with the changed verb, took the
+        # verb's place
+        "Select the text you want to copy.",
+        "Wählen Sie den Text aus, den Sie kopieren möchten.",
+        {(0, 0), (0, 4), (1, 2), (2, 3), (3, 6), (4, 8), (6, 7)},
+        "Select the text you want to delete.",
+        "Wählen Sie den Text aus, den Sie löschen möchten.",
+        id="a-gap-writes-the-changed-verb-not-only-its-subject",
+    ),
 ]
 
 

@@ -73,6 +73,33 @@ def test_a_whole_word_goes_when_one_of_its_pieces_is_edited():
     assert template.gaps == (3, 0)
 
 
+def test_a_gap_holds_a_token_for_each_agreeing_word_besides_what_is_owed():
+    # "save the document" -> "save the file": "das" goes with "Dokument" to agree with the new
+    # noun, so the gap must write two words again, not the article alone ("um das zu speichern")
+    pair = _pair(
+        "▁save ▁the ▁document .",
+        "▁um ▁das ▁Dokument ▁zu ▁speichern .",
+        [(0, 4), (1, 1), (2, 2), (3, 5)],
+    )
+    comparison = compare(["▁save", "▁the", "▁file", "."], pair.source)
+    template = match_template(pair, comparison, OPTIONS)
+    assert template is not None
+    assert template.tokens == ("▁um", "▁zu", "▁speichern", ".")
+    assert template.gaps == (0, 3, 0, 0, 0)  # "das" (an unchanged source word) + 1 owed + 1
+    assert template.least == (0, 2, 0, 0, 0)
+    # an agreeing word with no link of its own (a thin memory's alignment) is written again too
+    unlinked = _pair(
+        "▁you ▁want ▁to ▁copy .",
+        "▁den ▁Sie ▁kopieren ▁möchten .",
+        [(1, 3), (3, 2), (4, 4)],
+    )
+    comparison = compare(["▁you", "▁want", "▁to", "▁delete", "."], unlinked.source)
+    template = match_template(unlinked, comparison, OPTIONS)
+    assert template is not None
+    assert template.tokens == ("▁den", "▁möchten", ".")
+    assert template.least == (0, 2, 0, 0)
+
+
 def test_word_starts_split_at_spaces_and_punctuation():
     tokens = ("▁=", "WERT", "(", "A", "1", ")", "▁Zeile", "n")
     assert word_starts(tokens) == [True, True, True, True, False, True, True, False]

@@ -157,7 +157,8 @@ def match_template(
     words = list(itertools.accumulate(int(s) for s in starts))  # each token's word (1-based)
     ends = [i for i in range(1, len(target) + 1) if i == len(target) or starts[i]]
     dropped_words = {w for w, links in zip(words, pair.target_links, strict=True) if links & edited}
-    dropped_words |= _agreeing(pair, words, dropped_words, comparison, options.agreement)
+    agreeing = _agreeing(pair, words, dropped_words, comparison, options.agreement)
+    dropped_words |= agreeing
     kept = [i for i, w in enumerate(words) if w not in dropped_words]
     if not kept:
         return None
@@ -169,39 +170,59 @@ def match_template(
     # token that the input lacks is dropped and nothing is written in its place
     demand = [0] * (len(target) + 1)
     dropped = [0] * (len(target) + 1)
+    # owed[i]: tokens owed for the input's own changes at boundary i; rewritten[i]: words
+    # dropped there only to agree with a changed word (an article before it), each of which
+    # the gap must write again besides what is owed
+    owed = [0] * (len(target) + 1)
+    rewritten = [0] * (len(target) + 1)
+    counted: set[int] = set()
     for i, (w, links) in enumerate(zip(words, pair.target_links, strict=True)):
         if w in dropped_words:
             dropped[i] = 1
-            demand[i] += bool(links & comparison.unedited)
+            demand[i] += bool(links & comparison.unedited) or w in agreeing
+            if w in agreeing and w not in counted:
+                counted.add(w)
+                rewritten[i] += 1
     for s in range(len(pair.source)):
         if comparison.replaced >> s & 1:
             at = aligned.get(s)
-            demand[min(at) if at else _boundary(pair, aligned, s, ends)] += 1
+            owed[min(at) if at else _boundary(pair, aligned, s, ends)] += 1
     for position, count in enumerate(comparison.inserted):
         if count:
-            demand[_boundary(pair, aligned, position, ends)] += count
+            owed[_boundary(pair, aligned, position, ends)] += count
+    demand = [d + o for d, o in zip(demand, owed, strict=True)]
     # in kept coordinates: boundary b is before the b-th kept token; where words were dropped
     # and nothing is to be written, the margin still lets the model mend the seam
     gaps = [0] * (len(kept) + 1)
     seams = [0] * (len(kept) + 1)
+    owed_at = [0] * (len(kept) + 1)
+    rewritten_at = [0] * (len(kept) + 1)
     b = 0
     for i, need in enumerate(demand):
         while b < len(kept) and kept[b] < i:
             b += 1
         gaps[b] += need
         seams[b] += dropped[i]
+        owed_at[b] += owed[i]
+        rewritten_at[b] += rewritten[i]
+    room = [
+        options.gap_scale * need + options.gap_margin if need or seam else 0
+        for need, seam in zip(gaps, seams, strict=True)
+    ]
     return MatchTemplate(
         tokens=tuple(target[i] for i in kept),
-        gaps=tuple(
-            options.gap_scale * need + options.gap_margin if need or seam else 0
-            for need, seam in zip(gaps, seams, strict=True)
-        ),
+        gaps=tuple(room),
         positions=tuple(kept),
         segment_id=pair.segment_id,
         similarity=comparison.similarity,
         overrun=options.overrun,
         lookahead=options.lookahead,
-        least=tuple(int(need > 0 and options.gap_scale + options.gap_margin > 0) for need in gaps),
+        # a gap holds at least one token where tokens are owed, and one more for each word it
+        # must write again: an article alone does not replace "das Dokument"
+        least=tuple(
+            min(size, int(o > 0) + r)
+            for size, o, r in zip(room, owed_at, rewritten_at, strict=True)
+        ),
     )
 
 
