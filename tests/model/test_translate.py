@@ -188,3 +188,27 @@ def test_a_multilingual_model_translates_into_the_language_asked(tmp_path) -> No
         assert text == bundle.decode_target(native.hypotheses[0])
         assert "__fr__" not in text
     assert french != german
+
+
+def test_model_priors_writes_the_bundles_alignment_priors(
+    tiny_bundle_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`tm-guide model priors` counts word-alignment priors on training pairs into a bundle: the
+    card vouches for the file, and the bundle still loads and now offers them."""
+    import shutil
+
+    bundle_dir = tmp_path / "bundle"
+    shutil.copytree(tiny_bundle_dir, bundle_dir)
+    corpus = tmp_path / "train.tsv"
+    pairs = [
+        ("Open the file.", "Öffnen Sie die Datei."),
+        ("Close the file.", "Schließen Sie die Datei."),
+    ]
+    corpus.write_text("".join(f"{s}\t{t}\n" for s, t in pairs * 20), encoding="utf-8")
+    args = ["model", "priors", str(corpus), "--model", str(bundle_dir), "--pairs", "30"]
+    assert main([*args, "--min-count", "1"]) == 0
+    assert "priors of 30 pairs" in capsys.readouterr().out
+    bundle = Bundle.load(bundle_dir, intra_threads=1)
+    assert bundle.alignment_priors_path == bundle_dir / "alignment_priors.txt"
+    assert "alignment_priors.txt" in bundle.card.files
+    assert bundle.alignment_priors_path.read_text(encoding="utf-8").startswith("#PAIRS\t30\n")

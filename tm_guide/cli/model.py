@@ -70,6 +70,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     export.add_argument("--force", action="store_true", help="replace an existing archive")
     export.set_defaults(func=export_command)
 
+    priors = commands.add_parser(
+        "priors",
+        help="count word-alignment priors on training pairs into the bundle",
+        description="Align the first PAIRS pairs of a source<TAB>target corpus (the model's "
+        "training data) with eflomal, tokenized as the bundle tokenizes memories, and write the "
+        "counts to the bundle's alignment_priors.txt (its checksum into the card). A memory "
+        "too small for priors of its own is aligned with them.",
+    )
+    priors.add_argument("corpus", type=Path, help="TSV of source<TAB>target pairs")
+    priors.add_argument(
+        "--model", type=Path, default=None, help="bundle directory (default: $TM_GUIDE_MODEL)"
+    )
+    priors.add_argument("--pairs", type=int, default=100_000, help="pairs aligned (default 100000)")
+    priors.add_argument(
+        "--min-count", type=float, default=2.0, help="drop counts below this (default 2)"
+    )
+    priors.set_defaults(func=priors_command)
+
     info = commands.add_parser("info", help="verify a bundle and print its model card")
     info.add_argument(
         "--model",
@@ -113,6 +131,21 @@ def export_command(args: argparse.Namespace) -> int:
     result = export_bundle(ExportOptions(_model_path(args), args.output, force=args.force))
     print(f"{result.sha256}  {result.archive}")
     print(f"checksum written to {result.checksum_file}", file=sys.stderr)
+    return 0
+
+
+def priors_command(args: argparse.Namespace) -> int:
+    from tm_guide.model import Bundle
+    from tm_guide.model.priors import PriorsOptions, estimate, write_bundle_priors
+
+    path = _model_path(args)
+    bundle = Bundle.load(path)
+    options = PriorsOptions(args.corpus, pairs=args.pairs, min_count=args.min_count)
+    report = write_bundle_priors(bundle.path, estimate(bundle, options))
+    print(
+        f"{report.path}: priors of {report.pairs} pairs, {report.lexical_entries} word pairs, "
+        f"{report.size_bytes / 1e6:.1f} MB"
+    )
     return 0
 
 

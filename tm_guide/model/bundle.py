@@ -22,6 +22,7 @@ import sentencepiece as spm
 from tm_guide import languages
 from tm_guide.errors import InvalidInput, ModelError
 from tm_guide.model.card import (
+    ALIGNMENT_PRIORS,
     CARD_FILE,
     SOURCE_SPM,
     TARGET_SPM,
@@ -275,6 +276,12 @@ class Bundle:
         """
         limit = self.positions.target
         return requested if limit is None else min(requested, limit)
+
+    @property
+    def alignment_priors_path(self) -> Path | None:
+        """The bundle's word-alignment priors (tm_guide.model.priors), if it ships them."""
+        path = self.path / ALIGNMENT_PRIORS
+        return path if path.is_file() else None
 
     @cached_property
     def tokenizer_id(self) -> str:

@@ -20,6 +20,8 @@ _LANGUAGE_TAG = re.compile(r"^[A-Za-z]{2,3}([-_][A-Za-z0-9]{2,8})*$")
 SOURCE_SPM = "source.spm"
 TARGET_SPM = "target.spm"
 REQUIRED_FILES = ("model.bin", "config.json", SOURCE_SPM, TARGET_SPM)
+# optional: word-alignment priors from the training data (tm_guide.model.priors)
+ALIGNMENT_PRIORS = "alignment_priors.txt"
 
 
 @dataclass(frozen=True)

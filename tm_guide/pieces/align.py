@@ -53,6 +53,10 @@ class AlignOptions:
     refresh_fraction: re-estimate a memory's priors once it grew by this fraction.
     store_batch:    analyses written per `set_analysis` call in bulk runs.
     cache_dir:      where priors are kept between processes (None: in memory only).
+    base_priors:    align memories too thin for priors of their own (fewer than
+                    `min_prior_pairs` pairs) with the tokenizer's priors, counted on the model's
+                    training data (a bundle's alignment_priors.txt), where it has them: a new
+                    memory's first segments then align well enough for their repair to trust.
     """
 
     bulk: EflomalOptions = field(default_factory=EflomalOptions)
@@ -67,6 +71,7 @@ class AlignOptions:
     refresh_fraction: float = 0.2
     store_batch: int = 2000
     cache_dir: Path | None = None
+    base_priors: bool = True
 
     def __post_init__(self) -> None:
         if self.refresh_fraction < 0:
@@ -132,6 +137,7 @@ class MemoryAligner:
         self._priors: dict[int, tuple[AlignmentPriors, int]] = {}
         self._estimating: dict[int, threading.Lock] = {}
         self._lock = threading.Lock()
+        self._base: AlignmentPriors | None = None
 
     @property
     def aligner_id(self) -> str:
@@ -200,7 +206,9 @@ class MemoryAligner:
                 f"aligning {len(segments)} pairs of {memory.name} with eflomal (both directions)"
             )
         report("aligning", 0, len(segments))  # eflomal tells nothing until it is done
-        alignments, links = align_token_pairs(source, target, self.options.bulk)
+        thin = len(segments) < self.options.min_prior_pairs
+        base = self.base_priors() if thin else None
+        alignments, links = align_token_pairs(source, target, self.options.bulk, base)
         report("aligning", len(segments), len(segments))
         self._store(segments, source, target, alignments, progress, report)
         priors = AlignmentPriors.estimate(source, target, links.forward, links.reverse)
@@ -245,7 +253,7 @@ class MemoryAligner:
         ][: self.options.context_pairs]
         ctx_source, ctx_target = self._tokenize(context, False)
         alignments, _ = align_token_pairs(
-            source + ctx_source, target + ctx_target, self.options.context
+            source + ctx_source, target + ctx_target, self.options.context, self.base_priors()
         )
         stored = self._store(segments, source, target, alignments[: len(segments)], progress)
         if memory.segment_count <= len(context) + len(segments):
@@ -254,6 +262,16 @@ class MemoryAligner:
         return stored
 
     # ---- priors ---------------------------------------------------------------------------
+
+    def base_priors(self) -> AlignmentPriors | None:
+        """The tokenizer's priors (AlignOptions.base_priors), read once; None without them."""
+        path = self.tokenizer.alignment_priors_path
+        if not self.options.base_priors or path is None:
+            return None
+        with self._lock:
+            if self._base is None:
+                self._base = AlignmentPriors.load(path)
+            return self._base
 
     def priors_for(self, memory: Any) -> AlignmentPriors | None:
         """The memory's priors, re-estimated from its stored alignments once it grew by

@@ -23,6 +23,12 @@ class Tokenizer(Protocol):
     @property
     def tokenizer_id(self) -> str: ...
 
+    @property
+    def alignment_priors_path(self) -> Path | None:
+        """Word-alignment priors counted in this tokenization (a bundle's training data), for
+        memories too small for their own; None: none."""
+        ...
+
     def encode_source(self, text: str) -> list[str]: ...
 
     def encode_target(self, text: str) -> list[str]: ...
@@ -32,6 +38,7 @@ class WhitespaceTokenizer:
     """Tokens are the whitespace-separated words; pieces are then word n-grams."""
 
     tokenizer_id = "whitespace"
+    alignment_priors_path = None
 
     def encode_source(self, text: str) -> list[str]:
         return text.split()
@@ -56,6 +63,7 @@ class SentencePieceTokenizer:
             file_digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
             digest.update(file_digest.encode("ascii") + b"|")
         self._id = "spm:" + digest.hexdigest()[:16]
+        self.alignment_priors_path: Path | None = None
 
     @staticmethod
     def _load(spm, path: Path):  # type: ignore[no-untyped-def]
