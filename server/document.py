@@ -177,6 +177,52 @@ def request_body() -> dict[str, Any]:
     return body
 
 
+def protocol_arguments(args: dict[str, Any]) -> dict[str, Any]:
+    """An MT protocol's parameters (validation.request_arguments: the query string, a form or a
+    JSON body, merged), checked against the operation's documented request schema as /v1's
+    bodies are. Text that a form or a query string gives for a documented number or boolean is
+    read as one first (`alternatives=2` in a form is the integer 2)."""
+    document = _current()
+    check = document.operation().body
+    if check is None:
+        return args
+    properties = check.schema.get("properties", {})
+    typed = {
+        name: _as_documented(document, name, properties.get(name), value)
+        for name, value in args.items()
+    }
+    check(typed)
+    return typed
+
+
+def _as_documented(
+    document: _ApiDocument, name: str, schema: dict[str, Any] | None, value: Any
+) -> Any:
+    """`value`, or the number or boolean its text spells where the schema takes no string."""
+    if schema is None or not isinstance(value, str):
+        return value
+    kinds = _kinds(document, schema)
+    if "string" in kinds:
+        return value
+    for kind in ("integer", "number", "boolean"):
+        if kind in kinds:
+            try:
+                return _cast(name, kind, value)
+            except InvalidInput:
+                continue
+    return value
+
+
+def _kinds(document: _ApiDocument, schema: dict[str, Any]) -> set[str]:
+    """The JSON types a schema (its alternatives included) accepts."""
+    schema = document._resolve(schema)
+    kinds = {schema["type"]} if "type" in schema else set()
+    for key in ("anyOf", "oneOf", "allOf"):
+        for alternative in schema.get(key, ()):
+            kinds |= _kinds(document, alternative)
+    return kinds
+
+
 def query_arguments() -> dict[str, Any]:
     """The operation's documented query parameters, typed as the document says, defaults filled
     in, each checked against its schema; undocumented ones are not returned."""

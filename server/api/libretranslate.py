@@ -22,9 +22,9 @@ from typing import Any
 from flask import Blueprint, Response, jsonify
 
 from tm_guide import languages
-from tm_guide.errors import InvalidInput
 from tm_guide.server.api.common import services
 from tm_guide.server.auth import authenticate
+from tm_guide.server.document import protocol_arguments
 from tm_guide.server.machine_translation import (
     TextsToTranslate,
     model_pair,
@@ -33,12 +33,10 @@ from tm_guide.server.machine_translation import (
 )
 from tm_guide.server.markup import translate_markup
 from tm_guide.server.protocol import Protocol
-from tm_guide.server.validation import request_arguments, string_arg
+from tm_guide.server.validation import request_arguments
 
 PREFIX = "/libretranslate"
 blueprint = Blueprint("libretranslate", __name__, url_prefix=PREFIX)
-MAX_ALTERNATIVES = 3
-FORMATS = ("text", "html")
 
 
 @blueprint.post("/translate")
@@ -48,17 +46,13 @@ def translate() -> Response:
         lambda: args.get("api_key") if isinstance(args.get("api_key"), str) else None,
         "an API key is required: send it as 'api_key'",
     )
+    args = protocol_arguments(args)  # types, required fields and ranges: the document's
     svc = services()
     limits = svc.config.limits
-    if "q" not in args:
-        raise InvalidInput("missing parameter 'q'", field="q")
     texts = require_text_list(args["q"], "q", limits.max_batch_size, limits.max_segment_chars)
-    source = string_arg(args, "source", required=True) or ""
-    target = string_arg(args, "target", required=True) or ""
-    text_format = string_arg(args, "format") or "text"
-    if text_format not in FORMATS:
-        raise InvalidInput(f"format must be one of {', '.join(FORMATS)}", field="format")
-    alternatives = _alternatives(args.get("alternatives"))
+    source, target = args["source"], args["target"]
+    text_format = args.get("format") or "text"
+    alternatives = args.get("alternatives") or 0
     options = svc.config.protocols.libretranslate
 
     def run(chunk: list[str], alternatives: int = 0) -> Any:
@@ -93,21 +87,6 @@ def _answer(
         one = {"confidence": 100.0, "language": detected}
         body["detectedLanguage"] = one if single else [one] * len(outputs)
     return body
-
-
-def _alternatives(value: Any) -> int:
-    if value in (None, ""):
-        return 0
-    try:
-        count = int(value)
-    except (TypeError, ValueError):
-        raise InvalidInput("alternatives must be an integer", field="alternatives") from None
-    if isinstance(value, bool | float) or not 0 <= count <= MAX_ALTERNATIVES:
-        raise InvalidInput(
-            f"alternatives must be an integer between 0 and {MAX_ALTERNATIVES}",
-            field="alternatives",
-        )
-    return count
 
 
 @blueprint.get("/languages")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import urllib.error
+from urllib.parse import urlencode
 
 import pytest
 from libretranslatepy import LibreTranslateAPI
@@ -110,12 +111,12 @@ def test_html_keeps_tags_and_translates_between_them(server, keys) -> None:
     [
         ({"q": "Hi", "source": "en", "target": "de"}, 403, "API key"),
         ({"q": "Hi", "source": "en", "target": "de", "api_key": "wrong"}, 403, "invalid"),
-        ({"source": "en", "target": "de", "api_key": "KEY"}, 400, "missing parameter 'q'"),
+        ({"source": "en", "target": "de", "api_key": "KEY"}, 400, "'q' is required"),
         ({"q": 5, "source": "en", "target": "de", "api_key": "KEY"}, 400, "'q'"),
         ({"q": [], "source": "en", "target": "de", "api_key": "KEY"}, 400, "'q'"),
-        ({"q": "Hi", "source": "en", "api_key": "KEY"}, 400, "missing parameter 'target'"),
+        ({"q": "Hi", "source": "en", "api_key": "KEY"}, 400, "'target' is required"),
         ({"q": "Hi", "source": "en", "target": "fr", "api_key": "KEY"}, 400, "not supported"),
-        ({"q": "Hi", "source": "en", "target": "??", "api_key": "KEY"}, 400, "language tag"),
+        ({"q": "Hi", "source": "en", "target": "??", "api_key": "KEY"}, 400, "BCP 47 tag"),
         (
             {"q": "Hi", "source": "en", "target": "de", "format": "pdf", "api_key": "KEY"},
             400,
@@ -130,6 +131,7 @@ def test_html_keeps_tags_and_translates_between_them(server, keys) -> None:
     ],
 )
 def test_bad_requests_get_libretranslate_errors(server, keys, body, status, says) -> None:
+    """Checked against the OpenAPI document's LibreTranslateRequest, as /v1's bodies are."""
     if body.get("api_key") == "KEY":
         body = {**body, "api_key": keys["docs"]}
     reply = server.client.with_token(None).post("/libretranslate/translate", body)
@@ -153,3 +155,24 @@ def test_the_client_raises_on_a_wrong_key(server) -> None:
         lt(server, "wrong").translate("Hello", "en", "de")
     assert raised.value.code == 403
     assert "error" in json.loads(raised.value.read())
+
+
+def test_a_form_is_checked_against_the_document_with_its_numbers_read(server, keys) -> None:
+    """A form's `alternatives=2` is the integer the document allows; `alternatives=9` is out of
+    its range and `alternatives=two` no integer, each a LibreTranslate error naming the field."""
+    form = {"q": "Click OK.", "source": "en", "target": "de", "api_key": keys["docs"]}
+    anonymous = server.client.with_token(None)
+
+    def send(alternatives: str):  # type: ignore[no-untyped-def]
+        return anonymous.post(
+            "/libretranslate/translate",
+            raw=urlencode({**form, "alternatives": alternatives}).encode(),
+            headers={"Content-Type": "application/x-www-form-urlencoded"},
+        )
+
+    good = send("2")
+    assert good.status == 200 and isinstance(good.json["alternatives"], list), good.body
+    for bad, says in (("9", "between 0 and 3"), ("two", "an integer")):
+        reply = send(bad)
+        assert reply.status == 400 and says in reply.json["error"], reply.body
+        assert "'alternatives'" in reply.json["error"]
