@@ -163,3 +163,17 @@ def test_the_package_type_checks(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     assert "Success: no issues found" in done.stdout
+
+
+def test_no_module_is_part_of_an_import_cycle() -> None:
+    """No chain of imports leads from a module back to itself, `TYPE_CHECKING` imports included
+    (grimp, import-linter's graph, counts them)."""
+    import grimp
+
+    graph = grimp.build_graph("tm_guide")
+    cycles = [
+        module
+        for module in sorted(graph.modules)
+        if graph.find_downstream_modules(module) & graph.find_upstream_modules(module)
+    ]
+    assert cycles == []

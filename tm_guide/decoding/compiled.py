@@ -2,36 +2,22 @@
 
 search.beam_search runs it over any engine's steps where the extension was built; the fused
 engine (fused_engine.py) runs it around its own compiled model. Both give search.py's result rule
-for rule, which the tests hold. This module imports nothing of the search's at run time, so the
+for rule, which the tests hold. What both take (SearchOptions, StepDecoder) is in step.py, so the
 search can dispatch here without a cycle.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
 import numpy as np
 
 from tm_guide.decoding.hypotheses import Closed
 from tm_guide.decoding.rewards import PieceReward
+from tm_guide.decoding.step import SearchOptions, SearchVocabulary, StepDecoder
 from tm_guide.decoding.template import TargetTemplate
 from tm_guide.errors import ModelError
-
-if TYPE_CHECKING:
-    from tm_guide.decoding.search import SearchOptions, StepDecoder
-
-
-class SearchVocabulary(Protocol):
-    """The ids every search needs of a model besides its scores (a StepDecoder is one)."""
-
-    @property
-    def vocab_size(self) -> int: ...
-    @property
-    def start_id(self) -> int: ...
-    @property
-    def end_id(self) -> int: ...
-
 
 try:
     from tm_guide.decoding import _fused  # type: ignore[attr-defined]

@@ -30,7 +30,6 @@ model's own log-probability in the result.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -38,40 +37,15 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from tm_guide.decoding import compiled
-from tm_guide.decoding.compiled import SearchVocabulary
 from tm_guide.decoding.hypotheses import Closed
 from tm_guide.decoding.rewards import Held, PieceReward
+
+# the search's options and step decoder are the search's public names (defined in step.py)
+from tm_guide.decoding.step import SearchOptions as SearchOptions
+from tm_guide.decoding.step import StepDecoder as StepDecoder
 from tm_guide.decoding.template import START, State, TargetTemplate
 from tm_guide.decoding.utf8 import Utf8Rule
 from tm_guide.errors import InvalidInput
-
-
-class StepDecoder(SearchVocabulary, Protocol):
-    """An incremental decoder: encode once, then one call per step for all live hypotheses."""
-
-    def start(self, sources: Sequence[Sequence[str]]) -> object:
-        """Encode the source token lists (exactly as the model gets them) and return a state."""
-        ...
-
-    def step(
-        self,
-        state: object,
-        parents: np.ndarray | None,
-        sentences: np.ndarray,
-        last_ids: np.ndarray,
-        mask_end: bool,
-    ) -> np.ndarray:
-        """Log-probabilities [rows, vocab] (float32) of the next token for each row.
-
-        With `mask_end`, </s> is masked before the softmax (the engine's minimum length rule).
-
-        Row i extends the previous step's row `parents[i]` (None on the first step, where row i
-        is the start of sentence i) by the token `last_ids[i]` (the start token on the first
-        step). `sentences[i]` is the index, in the batch given to start(), of the sentence of
-        row i; rows of one sentence are contiguous and every live sentence has as many rows.
-        Rows of a sentence that does not appear any more can be dropped from the state.
-        """
-        ...
 
 
 @runtime_checkable
@@ -93,44 +67,6 @@ class WholeSearchDecoder(Protocol):
         prefixes: Sequence[Sequence[int]],
         templates: Sequence[TargetTemplate | None],
     ) -> list[list[Closed]]: ...
-
-
-@dataclass(frozen=True)
-class SearchOptions:
-    """What the search does; the defaults are CTranslate2's translate_batch defaults."""
-
-    beam_size: int = 5
-    patience: float = 1.0
-    length_penalty: float = 1.0
-    min_length: int = 1
-    max_length: int = 256
-    num_hypotheses: int = 1
-    lam: float = 1.0
-    # eq. 10 rewards a piece each time it is produced; False: each piece at most its limit times
-    # per hypothesis (pieces of 2+ tokens once, or as the pieces clip them: see
-    # tm_guide.decoding.rewards)
-    reward_repeats: bool = True
-
-    def validate(self, vocab_size: int) -> None:
-        if self.beam_size < 1:
-            raise InvalidInput("beam_size must be >= 1", field="beam_size")
-        if self.patience <= 0:
-            raise InvalidInput("patience must be > 0", field="patience")
-        if self.max_length < 1:
-            raise InvalidInput("max_length must be >= 1", field="max_length")
-        if self.min_length < 0 or self.min_length > self.max_length:
-            raise InvalidInput("min_length must be between 0 and max_length", field="min_length")
-        if not 1 <= self.num_hypotheses <= round(self.beam_size * self.patience):
-            raise InvalidInput(
-                "num_hypotheses must be between 1 and beam_size * patience", field="num_hypotheses"
-            )
-        if 2 * self.beam_size > vocab_size:
-            raise InvalidInput(
-                f"beam_size {self.beam_size} is too large for a vocabulary of {vocab_size}",
-                field="beam_size",
-            )
-        if not math.isfinite(self.lam):
-            raise InvalidInput("lambda must be a finite number", field="lam")
 
 
 @dataclass(frozen=True)
