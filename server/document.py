@@ -181,15 +181,20 @@ def protocol_arguments(args: dict[str, Any]) -> dict[str, Any]:
     """An MT protocol's parameters (validation.request_arguments: the query string, a form or a
     JSON body, merged), checked against the operation's documented request schema as /v1's
     bodies are. Text that a form or a query string gives for a documented number or boolean is
-    read as one first (`alternatives=2` in a form is the integer 2)."""
+    read as one first (`alternatives=2` in a form is the integer 2), and an optional form field
+    left empty (`format=`) is absent."""
     document = _current()
     check = document.operation().body
     if check is None:
         return args
     properties = check.schema.get("properties", {})
+    # a form's or query string's empty optional field is an absent one (forms send unset
+    # fields); in JSON, "" is a value, checked as any other
+    keep_empty = set(check.schema.get("required", ())) if not request.is_json else set(args)
     typed = {
         name: _as_documented(document, name, properties.get(name), value)
         for name, value in args.items()
+        if value != "" or name in keep_empty
     }
     check(typed)
     return typed

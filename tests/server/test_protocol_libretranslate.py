@@ -172,6 +172,8 @@ def test_a_form_is_checked_against_the_document_with_its_numbers_read(server, ke
 
     good = send("2")
     assert good.status == 200 and isinstance(good.json["alternatives"], list), good.body
+    unset = send("")  # a form's empty field is no field: no alternatives
+    assert unset.status == 200 and "alternatives" not in unset.json, unset.body
     for bad, says in (("9", "between 0 and 3"), ("two", "an integer")):
         reply = send(bad)
         assert reply.status == 400 and says in reply.json["error"], reply.body
