@@ -203,9 +203,12 @@ def protocol_arguments(args: dict[str, Any]) -> dict[str, Any]:
 def _as_documented(
     document: _ApiDocument, name: str, schema: dict[str, Any] | None, value: Any
 ) -> Any:
-    """`value`, or the number or boolean its text spells where the schema takes no string."""
+    """`value`, or the number or boolean its text spells where the schema takes no string; in
+    lower case where the document marks the parameter `x-case-insensitive` (DeepL's `XML`)."""
     if schema is None or not isinstance(value, str):
         return value
+    if schema.get("x-case-insensitive"):
+        return value.lower()
     kinds = _kinds(document, schema)
     if "string" in kinds:
         return value

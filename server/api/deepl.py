@@ -53,6 +53,7 @@ from tm_guide.records import SegmentRecord
 from tm_guide.server.api.common import services
 from tm_guide.server.api.jobs import align_in_background
 from tm_guide.server.auth import ALL_MEMORIES, Principal, authenticate
+from tm_guide.server.document import protocol_arguments
 from tm_guide.server.machine_translation import (
     TextsToTranslate,
     check_pair,
@@ -69,9 +70,6 @@ PREFIX = "/deepl"
 blueprint = Blueprint("deepl", __name__, url_prefix=PREFIX)
 USAGE = "tm_guide.deepl_usage"
 CHARACTER_LIMIT = 1_000_000_000_000
-TAG_HANDLING = ("xml", "html")
-FORMALITY = ("default", "more", "less", "prefer_more", "prefer_less")
-MODEL_TYPES = ("quality_optimized", "prefer_quality_optimized", "latency_optimized")
 LANGUAGE_TYPES = ("source", "target")
 ENTRIES_FORMATS = ("tsv", "csv")
 # the description of a glossary made through /deepl/v2/glossaries (its kind is "glossary")
@@ -181,21 +179,20 @@ def _code(tag: str) -> str:
 def translate() -> Response:
     args = request_arguments()
     principal = _principal(args)
+    # types, required fields and choices: the document's DeepLTranslateRequest; `context` is
+    # accepted and ignored, `auth_key` is the legacy key field (a string even beside the header)
+    args = protocol_arguments(args)
     svc = services()
     limits = svc.config.limits
-    if args.get("text") is None:
-        raise InvalidInput("Parameter 'text' not specified.", field="text")
     texts = require_text_list(args["text"], "text", limits.max_batch_size, limits.max_segment_chars)
-    target = string_arg(args, "target_lang", required=True) or ""
-    source = string_arg(args, "source_lang")
-    tag_handling = _choice(args, "tag_handling", TAG_HANDLING)
+    target = args["target_lang"]
+    source = args.get("source_lang") or None
+    tag_handling = args.get("tag_handling")
     ignore_tags = _tag_names(args, "ignore_tags")
     billed = _flag(args, "show_billed_characters")
-    _formality(_choice(args, "formality", FORMALITY))
-    model_type = _choice(args, "model_type", MODEL_TYPES)
-    string_arg(args, "context")  # accepted and ignored (not translated, not billed)
-    glossary_id = string_arg(args, "glossary_id")
-    string_arg(args, "auth_key")  # the legacy key field, a string even where the header has the key
+    _formality(args.get("formality"))
+    model_type = args.get("model_type")
+    glossary_id = args.get("glossary_id") or None
     options = svc.config.protocols.deepl
 
     glossaries: tuple[str, ...] = ()

@@ -253,7 +253,7 @@ def test_the_client_raises_deepl_exceptions(server, keys) -> None:
             {"text": ["Hi"], "target_lang": "DE", "show_billed_characters": "maybe"},
             "docs",
             400,
-            "boolean",
+            "'true', 'false'",
         ),
         ({"text": ["Hi"], "target_lang": "DE", "glossary_id": "nope"}, "docs", 404, "nope"),
         ({"text": ["x" * 300_000], "target_lang": "DE"}, "docs", 413, "larger"),
@@ -378,3 +378,25 @@ def test_a_term_left_untranslated_is_put_in_and_code_is_left_alone(server, keys)
     assert v1.status == 200, v1.body
     translation = v1.json["results"][0]["translation"]
     assert translation["glossary"] == [] and "--list" in translation["text"], translation
+
+
+def test_choices_are_read_in_any_case_as_deepl_reads_them(server, keys) -> None:
+    """The document checks the arguments; the choices it marks x-case-insensitive (tag_handling,
+    formality, model_type, a form's booleans) are read in any case, as DeepL reads them."""
+    reply = requests.post(
+        f"http://127.0.0.1:{server.client.port}/deepl/v2/translate",
+        data={
+            "text": "<b>Hi</b>",
+            "target_lang": "de",
+            "tag_handling": "XML",
+            "show_billed_characters": "TRUE",
+            "model_type": "Latency_Optimized",
+        },
+        headers={"Authorization": f"DeepL-Auth-Key {keys['docs']}"},
+        timeout=60,
+    )
+    assert reply.status_code == 200, reply.text
+    translation = reply.json()["translations"][0]
+    assert translation["billed_characters"] == len("<b>Hi</b>")
+    assert translation["model_type_used"] == "latency_optimized"
+    assert translation["text"].startswith("<b>") and translation["text"].endswith("</b>")
