@@ -148,9 +148,10 @@ class _ApiDocument:
                 query.append(_Parameter(parameter["name"], bool(parameter.get("required")), check))
         return _Operation(body, tuple(query))
 
-    def operation(self) -> _Operation:
+    def operation(self, method: str | None = None) -> _Operation:
+        """The request's operation (another method of its route where `method` is given)."""
         rule = request.url_rule.rule if request.url_rule is not None else ""
-        return self.operations.get((request.method, openapi_path(rule)), _Operation())
+        return self.operations.get((method or request.method, openapi_path(rule)), _Operation())
 
 
 def _apply_limits(node: Any, limits: Limits) -> None:
@@ -177,14 +178,16 @@ def request_body() -> dict[str, Any]:
     return body
 
 
-def protocol_arguments(args: dict[str, Any]) -> dict[str, Any]:
+def protocol_arguments(args: dict[str, Any], method: str | None = None) -> dict[str, Any]:
     """An MT protocol's parameters (validation.request_arguments: the query string, a form or a
     JSON body, merged), checked against the operation's documented request schema as /v1's
     bodies are. Text that a form or a query string gives for a documented number or boolean is
     read as one first (`alternatives=2` in a form is the integer 2), and an optional form field
-    left empty (`format=`) is absent."""
+    left empty (`format=`) is absent. `method` names the operation whose request body
+    documents the parameters, where the request's own carries them elsewhere (ModernMT's GET
+    takes its POST's parameters in the query string or, behind a method override, a body)."""
     document = _current()
-    check = document.operation().body
+    check = document.operation(method).body
     if check is None:
         return args
     properties = check.schema.get("properties", {})

@@ -52,6 +52,7 @@ from tm_guide.records import SegmentRecord
 from tm_guide.server.api.common import services
 from tm_guide.server.api.jobs import align_in_background
 from tm_guide.server.auth import ALL_MEMORIES, Principal, authenticate
+from tm_guide.server.document import protocol_arguments
 from tm_guide.server.machine_translation import (
     TextsToTranslate,
     model_pair,
@@ -66,7 +67,6 @@ from tm_guide.store import check_memory_fields
 PREFIX = "/modernmt"
 blueprint = Blueprint("modernmt", __name__, url_prefix=PREFIX)
 
-MAX_ALT_TRANSLATIONS = 32
 GLOSSARY_TYPES = ("unidirectional", "equivalent")
 OVERRIDABLE = frozenset({"GET", "POST", "PUT", "DELETE", "PATCH"})
 ERROR_TYPES = {
@@ -172,40 +172,20 @@ def _memory_ref(value: str | int, field: str) -> int:
     raise NotFound(f"memory {value} does not exist", field=field)
 
 
-def _alt_translations(value: Any) -> int:
-    if value in (None, ""):
-        return 0
-    if isinstance(value, bool | float):
-        value = "not an integer"
-    try:
-        count = int(value)
-    except (TypeError, ValueError):
-        count = -1
-    if not 0 <= count <= MAX_ALT_TRANSLATIONS:
-        raise InvalidInput(
-            f"parameter 'alt_translations' must be an integer between 0 and {MAX_ALT_TRANSLATIONS}",
-            field="alt_translations",
-        )
-    return count
-
-
-# ---- translation -------------------------------------------------------------------------------
-
-
 @blueprint.route("/translate", methods=["GET", "POST"])
 def translate() -> Response:
     principal = _principal()
-    args = request_arguments()
+    # types, required fields and ranges: the document's ModernMTTranslateRequest, which the
+    # POST takes as its body and the GET in its query string (or behind a method override)
+    args = protocol_arguments(request_arguments(), method="POST")
     svc = services()
     limits = svc.config.limits
-    if args.get("q") is None:
-        raise InvalidInput("missing parameter 'q'", field="q")
     texts = require_text_list(args["q"], "q", limits.max_batch_size, limits.max_segment_chars)
-    source = string_arg(args, "source")
-    target = string_arg(args, "target", required=True) or ""
+    source = args.get("source") or None
+    target = args["target"]
     hints = _memory_refs(args.get("hints"), "hints")
     glossaries = _memory_refs(args.get("glossaries"), "glossaries")
-    alternatives = _alt_translations(args.get("alt_translations"))
+    alternatives = args.get("alt_translations") or 0
     wanted = TextsToTranslate(
         texts, target, source, tuple(hints), alternatives, glossaries=tuple(glossaries)
     )
