@@ -63,15 +63,13 @@ from tm_guide.server.machine_translation import (
 )
 from tm_guide.server.markup import translate_markup
 from tm_guide.server.protocol import Protocol
-from tm_guide.server.validation import request_arguments, string_arg
+from tm_guide.server.validation import request_arguments
 from tm_guide.store import check_memory_fields
 
 PREFIX = "/deepl"
 blueprint = Blueprint("deepl", __name__, url_prefix=PREFIX)
 USAGE = "tm_guide.deepl_usage"
 CHARACTER_LIMIT = 1_000_000_000_000
-LANGUAGE_TYPES = ("source", "target")
-ENTRIES_FORMATS = ("tsv", "csv")
 # the description of a glossary made through /deepl/v2/glossaries (its kind is "glossary")
 GLOSSARY_DESCRIPTION = "DeepL glossary (created through /deepl/v2/glossaries)"
 _TAG_NAME = re.compile(r"^[A-Za-z_][\w.:-]*$")
@@ -124,16 +122,6 @@ def _formality(formality: str | None) -> None:
         raise InvalidInput(
             "'formality' is not supported for given 'target_lang'.", field="formality"
         )
-
-
-def _choice(args: dict[str, Any], name: str, allowed: tuple[str, ...]) -> str | None:
-    value = string_arg(args, name)
-    if value is not None and value.lower() not in allowed:
-        raise InvalidInput(
-            f"Value for '{name}' not supported: {value!r}; one of {', '.join(allowed)}.",
-            field=name,
-        )
-    return value.lower() if value is not None else None
 
 
 def _flag(args: dict[str, Any], name: str) -> bool:
@@ -227,7 +215,8 @@ def translate() -> Response:
 def languages_view() -> Response:
     args = request_arguments()
     _principal(args)
-    kind = _choice(args, "type", LANGUAGE_TYPES) or "source"
+    # the document's DeepLLanguagesRequest: the POST's body, the GET's query string
+    kind = protocol_arguments(args, method="POST").get("type") or "source"
     source, target = model_pair(services())
     if kind == "source":
         return jsonify([{"language": _code(source), "name": languages.display_name(source)}])
@@ -326,18 +315,15 @@ def create_glossary() -> tuple[Response, int]:
             f"API key '{principal.name}' may not create glossaries: a glossary is a tm-guide "
             "memory, and creating one needs write access to every memory"
         )
-    name = string_arg(args, "name", required=True) or ""
+    args = protocol_arguments(args)  # the document's DeepLGlossaryInput
+    name = args["name"]
     if not name.strip():
         raise InvalidInput("Parameter 'name' must not be blank.", field="name")
     check_memory_fields(name)  # kept as sent: refused, not trimmed, where it cannot be a name
     svc = services()
-    pair = check_pair(
-        svc,
-        string_arg(args, "source_lang", required=True),
-        string_arg(args, "target_lang", required=True) or "",
-    )
-    entries_format = _choice(args, "entries_format", ENTRIES_FORMATS) or "tsv"
-    entries = string_arg(args, "entries", required=True) or ""
+    pair = check_pair(svc, args["source_lang"], args["target_lang"])
+    entries_format = args.get("entries_format") or "tsv"
+    entries = args["entries"]
     records = _entries(entries, entries_format, pair, principal.name)
     store = svc.store()
     try:
