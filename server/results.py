@@ -147,9 +147,6 @@ class Translation:
             self, text=text, pieces_used=tuple(pieces) if pieces is not None else self.pieces_used
         )
 
-    def applied_terms(self) -> int:
-        return sum(term.applied for term in self.glossary)
-
     def to_json(self) -> dict[str, Any]:
         return {
             "text": self.text,

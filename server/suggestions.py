@@ -87,7 +87,9 @@ def suggest(
     if options.translate:
         translator = services.translator()
         model = _check_model_pair(translator, memories)
-        translated = _translated(services, translator, memories, queries, options, model)
+        translated = _translated(
+            services, translator, memories, penalties, names, queries, options, model
+        )
     else:
         translated = [_searched(store, list(penalties), query, options.m) for query in queries]
 
@@ -121,13 +123,15 @@ def _translated(
     services: Services,
     translator: Any,
     memories: Sequence[Any],
+    penalties: dict[int, int],
+    names: dict[int, str],
     queries: Sequence[SegmentQuery],
     options: SuggestOptions,
     model: dict[str, Any],
 ) -> list[_Answered]:
-    """Each query's hits, translation and stage timings, the batch translated in one call."""
+    """Each query's hits, translation and stage timings, the batch translated in one call;
+    `penalties` and `names` by memory id, as suggest() found them."""
     store = services.store()
-    penalties = {m.id: c.penalty for m, c in zip(memories, options.memories, strict=True)}
     mt_options = translate_options(
         options.mt, options.m, list(penalties), services.config.compute, translator.bundle.card
     )
@@ -140,7 +144,7 @@ def _translated(
         services,
         translator,
         mt_options,
-        {memory.id: memory.name for memory in memories},
+        names,
         options.deadline,
         glossary_of(store, [store.get_memory(ref) for ref in options.glossaries]),
     )

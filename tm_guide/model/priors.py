@@ -9,13 +9,13 @@ bundle as `alignment_priors.txt`, stand in until the memory has its own.
 
 from __future__ import annotations
 
-import csv
-from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
+from itertools import islice
 from pathlib import Path
 from typing import TypeVar
 
 from tm_guide.errors import InvalidInput
+from tm_guide.formats.parallel import read_tsv
 from tm_guide.model.bundle import Bundle
 from tm_guide.model.card import ALIGNMENT_PRIORS, ModelCard, checksum_files
 from tm_guide.pieces.align import align_token_pairs
@@ -27,7 +27,8 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class PriorsOptions:
-    """corpus: a TSV of source<TAB>target pairs (the training corpus, shuffled); pairs: how
+    """corpus: a TSV of pairs as `tm-guide import` reads one (the training corpus, shuffled;
+    tm_guide.formats.parallel); pairs: how
     many of its first pairs are aligned; min_count: lexical and fertility counts below this are
     dropped (rare pairs say little and make the file large); eflomal: the alignment run."""
 
@@ -49,25 +50,16 @@ class PriorsReport:
     size_bytes: int
 
 
-def read_pairs(corpus: Path, limit: int) -> Iterator[tuple[str, str]]:
-    """The first `limit` pairs of a TSV with both sides non-empty."""
-    taken = 0
-    with corpus.open(encoding="utf-8", newline="") as handle:
-        for row in csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE):
-            if taken >= limit:
-                return
-            if len(row) >= 2 and row[0].strip() and row[1].strip():
-                taken += 1
-                yield row[0], row[1]
-
-
 def estimate(bundle: Bundle, options: PriorsOptions) -> AlignmentPriors:
     """The priors of `options.pairs` corpus pairs, tokenized as the bundle tokenizes memories."""
     source: list[list[str]] = []
     target: list[list[str]] = []
-    for src, trg in read_pairs(options.corpus, options.pairs):
-        source.append(bundle.encode_source(src))
-        target.append(bundle.encode_target(trg))
+    card = bundle.card
+    for record in islice(
+        read_tsv(options.corpus, card.source_lang, card.target_lang), options.pairs
+    ):
+        source.append(bundle.encode_source(record.source))
+        target.append(bundle.encode_target(record.target))
     if not source:
         raise InvalidInput(f"{options.corpus}: no source<TAB>target pairs", field="corpus")
     _, links = align_token_pairs(source, target, options.eflomal)
