@@ -12,9 +12,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import eflomal
-from eflomal.cython import align as eflomal_align
-
 from tm_guide.pieces.priors import AlignmentPriors
 from tm_guide.pieces.symmetrize import Link, parse_links
 
@@ -46,6 +43,10 @@ def run_eflomal(
     priors: AlignmentPriors | None = None,
 ) -> DirectionalLinks:
     """Align sentence pairs; pairs with an empty side get no links (eflomal rejects empty lines)."""
+    # imported here: aligning is what needs eflomal, and it has no wheel for every platform
+    import eflomal
+    from eflomal.cython import align as eflomal_align
+
     if len(source) != len(target):
         raise ValueError(f"{len(source)} source sentences but {len(target)} target sentences")
     keep = [i for i in range(len(source)) if source[i] and target[i]]

@@ -17,8 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import eflomal
-
 from tm_guide.pieces.symmetrize import Link, format_links
 
 PriorsTuple = tuple[
@@ -64,6 +62,8 @@ class AlignmentPriors:
             trg_lines.append(" ".join(trg))
             fwd_lines.append(format_links(fwd))
             rev_lines.append(format_links(rev))
+        import eflomal  # aligning is what needs it (no wheel for every platform)
+
         lex, hmmf, hmmr, ferf, ferr = eflomal.calculate_priors(
             src_lines, trg_lines, fwd_lines, rev_lines
         )
@@ -148,6 +148,8 @@ class AlignmentPriors:
             ferr = Counter(
                 {(w, f): a for entries in self.fertility_reverse.values() for w, f, a in entries}
             )
+            import eflomal  # aligning is what needs it (no wheel for every platform)
+
             eflomal.write_priors(
                 out, lex, Counter(self.hmm_forward), Counter(self.hmm_reverse), ferf, ferr
             )
@@ -159,6 +161,8 @@ class AlignmentPriors:
             header = infile.readline().rstrip("\n").split("\t")
             if len(header) != 2 or header[0] != "#PAIRS":
                 raise ValueError(f"{path}: not a tm-guide priors file (first line {header!r})")
+            import eflomal  # aligning is what needs it (no wheel for every platform)
+
             lex_list, hmmf, hmmr, ferf_list, ferr_list = eflomal.read_priors(infile)
         return cls.from_counts(
             Counter({(s, t): a for s, t, a in lex_list}),
