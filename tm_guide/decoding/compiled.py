@@ -13,10 +13,12 @@ from typing import Any
 
 import numpy as np
 
+from tm_guide.decoding.candidates import CandidateRequest, CandidateStepDecoder, StepMasks
 from tm_guide.decoding.hypotheses import Closed
 from tm_guide.decoding.rewards import PieceReward
 from tm_guide.decoding.step import SearchOptions, SearchVocabulary, StepDecoder
 from tm_guide.decoding.template import TargetTemplate
+from tm_guide.decoding.utf8 import Utf8Rule
 from tm_guide.errors import ModelError
 
 try:
@@ -162,5 +164,76 @@ def compiled_search(
         reward_tables(rewards, decoder.vocab_size),
         [list(prefix) for prefix in prefixes],
         template_objects(templates or [None] * len(sources), decoder.vocab_size, decoder.end_id),
+    )
+    return closed_hypotheses(closed)
+
+
+def ranked_search(
+    decoder: CandidateStepDecoder,
+    sources: Sequence[Sequence[str]],
+    options: SearchOptions,
+    rewards: Sequence[PieceReward | None],
+    caps: Sequence[int],
+    prefixes: Sequence[Sequence[int]],
+    templates: Sequence[TargetTemplate | None] | None = None,
+) -> list[list[Closed]]:
+    """The compiled search over an engine that ranks on its device: each step the search
+    states its rules (masks, rewards, scores), the engine applies them there and sends back
+    the candidates (tm_guide.decoding.candidates). The tests hold it to search.py's."""
+    shapes = list(templates or [None] * len(sources))
+    # each sentence's word-mark table, as an index into the distinct ones
+    marks: list[np.ndarray] = []
+    marks_of_sentence = np.zeros(len(sources), dtype=np.int64)
+    for sentence, template in enumerate(shapes):
+        if template is not None and template.continues is not None:
+            known = next((i for i, m in enumerate(marks) if m is template.continues), None)
+            if known is None:
+                marks.append(template.continues)
+                known = len(marks) - 1
+            marks_of_sentence[sentence] = known
+    utf8 = Utf8Rule.for_vocabulary(getattr(decoder, "byte_ids", None), decoder.vocab_size)
+    state = decoder.start(sources)
+
+    def rank(
+        parents: Any, sentences: np.ndarray, last_ids: np.ndarray, mask_end: bool, request: Any
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        masks = None
+        if "classes" in request:
+            masks = StepMasks(
+                classes=request["classes"],
+                deny=request["deny"],
+                allow=request["allow"],
+                marks=tuple(marks),
+                marks_of_row=marks_of_sentence[sentences],
+                utf8=utf8,
+                utf8_mode=request["utf8_mode"],
+                utf8_low=request["utf8_low"],
+                utf8_high=request["utf8_high"],
+            )
+        found = decoder.step_candidates(
+            state,
+            parents,
+            sentences,
+            last_ids,
+            mask_end,
+            CandidateRequest(
+                k=request["k"],
+                groups=request["groups"],
+                cum_scores=request["cum_scores"],
+                masks=masks,
+                reward_keys=request["reward_keys"],
+                reward_values=request["reward_values"],
+            ),
+        )
+        return found.flat, found.totals, found.log_probs, found.first_column
+
+    closed = require_extension().search_with_ranker(
+        rank,
+        len(sources),
+        [int(c) for c in caps],
+        search_config(decoder, options),
+        reward_tables(rewards, decoder.vocab_size),
+        [list(prefix) for prefix in prefixes],
+        template_objects(shapes, decoder.vocab_size, decoder.end_id),
     )
     return closed_hypotheses(closed)

@@ -39,14 +39,16 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class EngineRequest:
     """What an engine is made from: the model bundle, its target vocabulary, the device (cpu or
-    cuda), the threads one batch decodes on (0: the engine's default) and whether linear layers
-    run in int8 (the torch engine on CPU)."""
+    cuda), the threads one batch decodes on (0: the engine's default), whether linear layers
+    run in int8 (the torch engine on CPU) and what the torch engine computes in (auto: float16
+    on CUDA, float32 on the CPU; tm_guide.decoding.torch_engine.COMPUTE_TYPES)."""
 
     bundle: Any
     vocabulary: Sequence[str]
     device: str
     threads: int
     quantize: bool
+    compute_type: str = "auto"
 
 
 @dataclass(frozen=True)
@@ -131,12 +133,14 @@ def _make_torch(request: EngineRequest) -> Any:
         device=request.device,
         num_threads=request.threads or None,
         quantize=request.quantize,
+        compute_type=request.compute_type,
     )
 
 
 def _torch_precision(facts: ModelFacts) -> str:
-    """The torch engine computes an int8 model in int8 on the CPU, everything else in float32."""
-    return facts.precision if facts.device == "cpu" else "float32"
+    """The torch engine computes an int8 model in int8 on the CPU, everything else in float32
+    there; on CUDA in float16 (its compute type "auto")."""
+    return facts.precision if facts.device == "cpu" else "float16"
 
 
 AUTO = "auto"  # not an engine: the registry's choice for the model and device (choose_engine)

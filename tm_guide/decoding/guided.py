@@ -66,7 +66,8 @@ class EngineOptions:
     batch decodes on (torch intra-op threads, the fused engine's products and attention rows);
     0 = torch's own setting, one thread for the fused engine. quantize: the torch engine's int8
     linear layers on CPU (None = when the bundle is int8). rerank_width: n-best size of the
-    reranking engine (0 = beam_size).
+    reranking engine (0 = beam_size). compute_type: what the torch engine computes in (auto:
+    float16 on CUDA, float32 on the CPU; float32, float16, bfloat16).
     """
 
     engine: str = AUTO
@@ -75,6 +76,7 @@ class EngineOptions:
     threads: int = 0
     quantize: bool | None = None
     rerank_width: int = 0
+    compute_type: str = "auto"
 
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:
@@ -214,8 +216,8 @@ class GuidedTranslator:
         self.target_vocabulary: list[str] = list(bundle.vocabularies.target)
         self.token_to_id = {token: i for i, token in enumerate(self.target_vocabulary)}
         self._builder: Any = None
-        self._engines: dict[tuple[str, str, bool], StepDecoder | WholeSearchDecoder] = {}
-        self._refused: dict[tuple[str, str, bool], ModelError] = {}
+        self._engines: dict[tuple[str, str, bool, str], StepDecoder | WholeSearchDecoder] = {}
+        self._refused: dict[tuple[str, str, bool, str], ModelError] = {}
         self._choices: dict[str, EngineChoice] = {}
         # the target tokens that continue a word, which may finish one past a template's gap
         self.continues = continuation_mask(self.target_vocabulary)
@@ -261,7 +263,7 @@ class GuidedTranslator:
         quantize = options.engine.quantize
         if quantize is None:
             quantize = device == "cpu" and self.bundle.card.quantization.startswith("int8")
-        key = (engine, device, bool(quantize))
+        key = (engine, device, bool(quantize), options.engine.compute_type)
         with self._lock:
             if key in self._refused:  # a model an engine cannot run is not read again
                 raise self._refused[key]
@@ -274,11 +276,16 @@ class GuidedTranslator:
             return self._engines[key]
 
     def _make_engine(
-        self, key: tuple[str, str, bool], options: TranslateOptions
+        self, key: tuple[str, str, bool, str], options: TranslateOptions
     ) -> StepDecoder | WholeSearchDecoder:
-        engine, device, quantize = key
+        engine, device, quantize, compute_type = key
         request = EngineRequest(
-            self.bundle, self.target_vocabulary, device, options.engine.threads, quantize
+            self.bundle,
+            self.target_vocabulary,
+            device,
+            options.engine.threads,
+            quantize,
+            compute_type,
         )
         return make_decoder(engine, request)  # type: ignore[no-any-return]
 

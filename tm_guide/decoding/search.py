@@ -37,13 +37,14 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from tm_guide.decoding import compiled
+from tm_guide.decoding.candidates import CandidateRequest, CandidateStepDecoder, StepMasks
 from tm_guide.decoding.hypotheses import Closed
 from tm_guide.decoding.rewards import Held, PieceReward
 
 # the search's options and step decoder are the search's public names (defined in step.py)
 from tm_guide.decoding.step import SearchOptions as SearchOptions
 from tm_guide.decoding.step import StepDecoder as StepDecoder
-from tm_guide.decoding.template import START, State, TargetTemplate
+from tm_guide.decoding.template import START, RowMask, State, TargetTemplate
 from tm_guide.decoding.utf8 import Utf8Rule
 from tm_guide.errors import InvalidInput
 
@@ -111,7 +112,10 @@ def beam_search(
     that a sentence's output does not depend on the lengths of its batchmates; without it every
     sentence gets options.max_length, as translate_batch's max_decoding_length.
 
-    An engine that runs the whole search (the fused engine) does so; over any other step decoder
+    An engine that runs the whole search (the fused engine) does so; an engine that ranks on
+    its device (the torch engine on a GPU: tm_guide.decoding.candidates) gets the search's
+    rules as a request at each step and sends back only the candidates (the compiled search
+    where it was built, else this one's); over any other step decoder
     the compiled search (tm_guide.decoding.compiled) runs where it was built, with the rules
     of python_beam_search below bit for bit (the tests hold it to them) and none of Python's
     per-step bookkeeping; else python_beam_search itself."""
@@ -124,6 +128,13 @@ def beam_search(
     if isinstance(decoder, WholeSearchDecoder):
         found = decoder.run_search(sources, options, tables, caps.tolist(), forced, shapes)
         return [_finalize(sentence, options) for sentence in found]
+    if isinstance(decoder, CandidateStepDecoder) and decoder.ranks_on_device:
+        if compiled.available() and compiled.supports(tables):
+            found = compiled.ranked_search(
+                decoder, sources, options, tables, caps.tolist(), forced, shapes
+            )
+            return [_finalize(sentence, options) for sentence in found]
+        return _search(decoder, sources, options, rewards, caps, forced, shapes)
     if compiled.available() and compiled.supports(tables):
         found = compiled.compiled_search(
             decoder, sources, options, tables, caps.tolist(), forced, shapes
@@ -140,15 +151,17 @@ def python_beam_search(
     max_lengths: Sequence[int] | None = None,
     prefixes: Sequence[Sequence[int]] | None = None,
     templates: Sequence[TargetTemplate | None] | None = None,
+    on_device: bool = False,
 ) -> list[list[Hypothesis]]:
     """beam_search in Python: the reference that the compiled search is tested against, and
-    what runs where it was not built."""
+    what runs where it was not built. `on_device`: rank on the engine's device even where it
+    would not (a CandidateStepDecoder on the CPU: how the tests hold the two ways equal)."""
     caps = _checked_caps(decoder, sources, options, rewards, max_lengths)
     if caps is None:
         return []
     forced = _checked_prefixes(prefixes, len(sources), decoder.vocab_size)
     shapes = _checked_templates(templates, len(sources), decoder, options)
-    return _search(decoder, sources, options, rewards, caps, forced, shapes)
+    return _search(decoder, sources, options, rewards, caps, forced, shapes, on_device)
 
 
 def _checked_prefixes(
@@ -293,6 +306,7 @@ def _search(
     caps: np.ndarray,
     prefixes: Sequence[Sequence[int]],
     templates: Sequence[TargetTemplate | None],
+    on_device: bool = False,
 ) -> list[list[Hypothesis]]:
     rules = _Rules(
         options,
@@ -306,28 +320,149 @@ def _search(
     )
     state = decoder.start(sources)
     beam = _Beam.start(len(sources), decoder.start_id)
+    ranker = (
+        decoder
+        if isinstance(decoder, CandidateStepDecoder) and (on_device or decoder.ranks_on_device)
+        else None
+    )
     for step in range(int(caps.max())):
         row_sentences = beam.row_sentences()
-        log_probs = np.asarray(
-            decoder.step(
-                state, beam.parents, row_sentences, beam.last_ids, step < options.min_length
-            ),
-            dtype=np.float32,
-        )
-        if rules.use_templates or rules.utf8 is not None:
-            log_probs = log_probs.copy()  # the engine's buffer stays as it was
-        _mask_rules(rules, beam, row_sentences, log_probs, step)
-        step_reward = _reward_of_step(rules, beam, row_sentences, step)
-        top, top_scores = _ranked(log_probs, beam, step_reward, 2 * options.beam_size)
+        if ranker is not None:
+            scores = _ranked_on_device(ranker, state, rules, beam, row_sentences, step)
+        else:
+            scores = _ranked_on_host(decoder, state, rules, beam, row_sentences, step)
         picks = _Picks([], [], [], [], [])
         for group, sentence in enumerate(beam.live.tolist()):
-            _advance_sentence(
-                rules, beam, log_probs, step_reward, step, group, sentence, top, top_scores, picks
-            )
+            _advance_sentence(rules, beam, scores, step, group, sentence, picks)
         if not picks.live:
             break
-        _take(rules, beam, log_probs, step_reward, picks)
+        _take(rules, beam, scores, picks)
     return beam.results
+
+
+@dataclass(frozen=True)
+class _StepScores:
+    """One step's ranking: the 2K best candidates of each live sentence (local row * vocab +
+    token, and their totals), the step's reward, and the model's log-probabilities, all of
+    them (`dense`, ranked on the host) or those of the candidates (`found`, ranked on the
+    engine's device)."""
+
+    top: np.ndarray
+    top_scores: np.ndarray
+    reward: _SparseReward | None
+    vocab_size: int
+    dense: np.ndarray | None = None
+    found_keys: np.ndarray | None = None  # sorted global row * vocab + token
+    found_values: np.ndarray | None = None
+    first_column: np.ndarray | None = None
+
+    def log_probs_at(self, rows: np.ndarray, tokens: np.ndarray) -> np.ndarray:
+        """The model's log-probability of each (row, token); a pair that is no candidate (a
+        forced prefix token, whose log-prob is never counted) gets NaN."""
+        if self.dense is not None:
+            return np.asarray(self.dense[rows, tokens])
+        assert self.found_keys is not None and self.found_values is not None
+        assert self.first_column is not None
+        wanted = rows * self.vocab_size + tokens
+        pos = np.minimum(np.searchsorted(self.found_keys, wanted), len(self.found_keys) - 1)
+        hit = self.found_keys[pos] == wanted
+        # CTranslate2's prefix rule puts token 0 of the sentence's first row in a </s>'s place
+        fallback = np.where(tokens == 0, self.first_column[rows], np.float32(np.nan))
+        return np.where(hit, self.found_values[pos], fallback).astype(np.float32)
+
+    def log_prob(self, row: int, token: int) -> np.float32:
+        return np.float32(self.log_probs_at(np.array([row]), np.array([token]))[0])
+
+
+def _ranked_on_host(
+    decoder: StepDecoder,
+    state: object,
+    rules: _Rules,
+    beam: _Beam,
+    row_sentences: np.ndarray,
+    step: int,
+) -> _StepScores:
+    """Every score of the step to the host, the rules applied and the candidates ranked here."""
+    log_probs = np.asarray(
+        decoder.step(
+            state, beam.parents, row_sentences, beam.last_ids, step < rules.options.min_length
+        ),
+        dtype=np.float32,
+    )
+    if rules.use_templates or rules.utf8 is not None:
+        log_probs = log_probs.copy()  # the engine's buffer stays as it was
+    _mask_rules(rules, beam, row_sentences, log_probs, step)
+    step_reward = _reward_of_step(rules, beam, row_sentences, step)
+    top, top_scores = _ranked(log_probs, beam, step_reward, 2 * rules.options.beam_size)
+    return _StepScores(top, top_scores, step_reward, rules.vocab_size, dense=log_probs)
+
+
+def _ranked_on_device(
+    decoder: CandidateStepDecoder,
+    state: object,
+    rules: _Rules,
+    beam: _Beam,
+    row_sentences: np.ndarray,
+    step: int,
+) -> _StepScores:
+    """The same rules stated as a CandidateRequest, applied and ranked on the engine's device;
+    only the candidates come back."""
+    step_reward = _reward_of_step(rules, beam, row_sentences, step)
+    k = 2 * rules.options.beam_size
+    request = CandidateRequest(
+        k=k,
+        groups=len(beam.live),
+        cum_scores=np.asarray(beam.cum_score, dtype=np.float32),
+        masks=_step_masks(rules, beam, row_sentences, step),
+        reward_keys=step_reward.keys if step_reward else np.zeros(0, dtype=np.int64),
+        reward_values=step_reward.values if step_reward else np.zeros(0, dtype=np.float32),
+    )
+    found = decoder.step_candidates(
+        state,
+        beam.parents,
+        row_sentences,
+        beam.last_ids,
+        step < rules.options.min_length,
+        request,
+    )
+    span = beam.rows_per_sentence * rules.vocab_size
+    keys = (found.flat + (np.arange(len(beam.live)) * span)[:, None]).reshape(-1)
+    order = np.argsort(keys, kind="stable")
+    return _StepScores(
+        found.flat,
+        found.totals,
+        step_reward,
+        rules.vocab_size,
+        found_keys=keys[order],
+        found_values=found.log_probs.reshape(-1)[order],
+        first_column=found.first_column,
+    )
+
+
+def _step_masks(
+    rules: _Rules, beam: _Beam, row_sentences: np.ndarray, step: int
+) -> StepMasks | None:
+    """The template and UTF-8 rules of this step as StepMasks (None where neither applies)."""
+    if not rules.use_templates and rules.utf8 is None:
+        return None
+    sentences = row_sentences.tolist()
+    templates: list[tuple[RowMask, np.ndarray | None] | None] = [None] * len(sentences)
+    if rules.use_templates:
+        for row, sentence in enumerate(sentences):
+            template = rules.templates[sentence]
+            if template is not None and rules.after_prefix(sentence, step):
+                templates[row] = (
+                    template.row_mask(beam.places[row], rules.end_id),
+                    template.continues,
+                )
+    utf8: list[tuple[int, int, int] | None] = [None] * len(sentences)
+    if rules.utf8 is not None:
+        for row, sentence in enumerate(sentences):
+            if rules.after_prefix(sentence, step):
+                utf8[row] = rules.utf8.row_rule(
+                    beam.sequences[row], step + 1 == rules.caps[sentence]
+                )
+    return StepMasks.build(templates, rules.utf8, utf8)
 
 
 def _mask_rules(
@@ -394,13 +529,10 @@ def _ranked(
 def _advance_sentence(
     rules: _Rules,
     beam: _Beam,
-    log_probs: np.ndarray,
-    step_reward: _SparseReward | None,
+    scores_of_step: _StepScores,
     step: int,
     group: int,
     sentence: int,
-    top: np.ndarray,
-    top_scores: np.ndarray,
     picks: _Picks,
 ) -> None:
     """One live sentence's step: its prefix forced, the candidates that close hypotheses
@@ -409,10 +541,10 @@ def _advance_sentence(
     width = options.beam_size
     vocab_size = rules.vocab_size
     is_last_step = step + 1 == rules.caps[sentence]
-    flat = top[group]
+    flat = scores_of_step.top[group]
     token_ids = flat % vocab_size
     origins = group * beam.rows_per_sentence + flat // vocab_size
-    scores = top_scores[group]
+    scores = scores_of_step.top_scores[group]
     prefix = rules.prefixes[sentence]
     if step <= len(prefix) and prefix:
         token_ids, origins, scores = _apply_prefix(
@@ -429,8 +561,7 @@ def _advance_sentence(
                 beam.top_closed[sentence] = True
             _close(
                 beam,
-                log_probs,
-                step_reward,
+                scores_of_step,
                 sentence,
                 int(origins[k]),
                 token,
@@ -457,8 +588,7 @@ def _advance_sentence(
 
 def _close(
     beam: _Beam,
-    log_probs: np.ndarray,
-    step_reward: _SparseReward | None,
+    scores_of_step: _StepScores,
     sentence: int,
     origin: int,
     token: int,
@@ -469,11 +599,14 @@ def _close(
     """The end rule: the hypothesis of row `origin` closes with `token` (its </s>, or its last
     token on the last step); a forced token's log-prob and reward are not counted."""
     tokens = beam.sequences[origin] if token == end_id else beam.sequences[origin] + [token]
+    step_reward = scores_of_step.reward
     beam.closed[sentence].append(
         Closed(
             raw_score=float(score),
             token_ids=tuple(tokens),
-            log_prob=float(beam.cum_logp[origin] + (log_probs[origin, token] if counted else 0)),
+            log_prob=float(
+                beam.cum_logp[origin] + (scores_of_step.log_prob(origin, token) if counted else 0)
+            ),
             reward=float(
                 beam.cum_reward[origin]
                 + (step_reward.get(origin, token) if step_reward and counted else 0)
@@ -499,8 +632,7 @@ def _finished(rules: _Rules, beam: _Beam, sentence: int, is_last_step: bool) -> 
 def _take(
     rules: _Rules,
     beam: _Beam,
-    log_probs: np.ndarray,
-    step_reward: _SparseReward | None,
+    scores_of_step: _StepScores,
     picks: _Picks,
 ) -> None:
     """The beam for the next step from the picked candidates: scores, tokens, template states
@@ -509,7 +641,10 @@ def _take(
     beam.parents = parents = np.asarray(picks.rows, dtype=np.int64)
     beam.last_ids = last_ids = np.asarray(picks.ids, dtype=np.int64)
     counted_rows = np.asarray(picks.counted)
-    new_logp = beam.cum_logp[parents] + np.where(counted_rows, log_probs[parents, last_ids], 0)
+    step_reward = scores_of_step.reward
+    new_logp = beam.cum_logp[parents] + np.where(
+        counted_rows, scores_of_step.log_probs_at(parents, last_ids), 0
+    )
     new_reward = beam.cum_reward[parents] + np.where(
         counted_rows, step_reward.get_many(parents, last_ids) if step_reward else 0.0, 0.0
     )
@@ -634,7 +769,16 @@ def top_candidates(
     flat_candidates = np.where(valid.reshape(num_groups, -1), flat_candidates, rows_per * vocab)
     order = _top_k_with_index(totals, flat_candidates, k)
     flat = np.take_along_axis(flat_candidates, order, axis=1)
-    return flat, np.take_along_axis(totals, order, axis=1)
+    flat_totals = np.take_along_axis(totals, order, axis=1)
+    # Where group maxima tie with the k-th best one, a group left out may hold a candidate of
+    # a lower index tied with the k-th: those sentences are ranked over every token.
+    kth = np.take_along_axis(group_totals, best_groups[:, -1:], axis=1)
+    for group in np.flatnonzero((group_totals >= kth).sum(axis=1) > k):
+        rows_of = slice(group * rows_per, (group + 1) * rows_per)
+        total = (cum_scores[rows_of, None] + scores[rows_of]).reshape(1, -1)
+        flat[group] = _top_k(total, k)[0]
+        flat_totals[group] = total[0, flat[group]]
+    return flat, flat_totals
 
 
 def _top_k_with_index(values: np.ndarray, index: np.ndarray, k: int) -> np.ndarray:
@@ -644,11 +788,18 @@ def _top_k_with_index(values: np.ndarray, index: np.ndarray, k: int) -> np.ndarr
 
 
 def _top_k(total: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the k largest values per row, best first (lower index first on ties)."""
+    """Indices of the k largest values per row, best first (lower index first on ties, also
+    among the values tied with the k-th that do not all fit)."""
     if k >= total.shape[1]:
         part = np.tile(np.arange(total.shape[1]), (total.shape[0], 1))
     else:
         part = np.argpartition(-total, k - 1, axis=1)[:, :k]
+        kth = np.take_along_axis(total, part, axis=1).min(axis=1)
+        for row in np.flatnonzero((total >= kth[:, None]).sum(axis=1) > k):
+            # argpartition keeps any of the tied values; the rule keeps the lowest indices
+            above = np.flatnonzero(total[row] > kth[row])
+            tied = np.flatnonzero(total[row] == kth[row])[: k - len(above)]
+            part[row] = np.concatenate([above, tied])
     order = np.lexsort((part, -np.take_along_axis(total, part, axis=1)), axis=1)
     return np.take_along_axis(part, order, axis=1)
 

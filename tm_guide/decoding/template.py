@@ -55,6 +55,31 @@ State = tuple[int, int]
 START: State = (0, 0)
 
 
+ALL_CLASSES = (1 << WORD_START) | (1 << WORD) | (1 << CHARACTER)
+
+
+@dataclass(frozen=True)
+class RowMask:
+    """The tokens one row may produce: those whose word mark (`continues` code) is a bit of
+    `classes`, less `deny`, plus `allow` (kept at the row's own log-probability)."""
+
+    classes: int = ALL_CLASSES
+    deny: tuple[int, ...] = ()
+    allow: tuple[int, ...] = ()
+
+    def apply(self, log_probs: np.ndarray, continues: np.ndarray | None) -> None:
+        """Set every token the mask forbids to -inf (one row, in place); without word marks a
+        class rule allows every token or none."""
+        kept = log_probs[list(self.allow)].copy()
+        if self.classes == 0:
+            log_probs[:] = -np.inf
+        elif self.classes != ALL_CLASSES and continues is not None:
+            log_probs[((self.classes >> continues) & 1) == 0] = -np.inf
+        if self.deny:
+            log_probs[list(self.deny)] = -np.inf
+        log_probs[list(self.allow)] = kept
+
+
 @dataclass(frozen=True)
 class TargetTemplate:
     """Kept target token ids and the free tokens allowed before each one (gaps[K]: after the
@@ -142,26 +167,33 @@ class TargetTemplate:
 
     def mask(self, state: State, log_probs: np.ndarray, end_id: int) -> None:
         """Set the log-probabilities of the tokens `state` forbids to -inf (one row, in place)."""
+        self.row_mask(state, end_id).apply(log_probs, self.continues)
+
+    def row_mask(self, state: State, end_id: int) -> RowMask:
+        """The tokens `state` allows, as a RowMask over this template's word marks: the one
+        statement of the rule, which the host applies to a row (`mask`) and an engine that
+        ranks on its device applies there (tm_guide.decoding.candidates)."""
         k, g = state
         if g < self.gaps[k]:
+            deny: list[int] = []
+            classes = ALL_CLASSES
             if k < len(self.tokens):
-                log_probs[end_id] = -np.inf
+                deny.append(end_id)
             if self.ahead:
-                log_probs[list(self.ahead[k])] = -np.inf
+                deny.extend(self.ahead[k])
             if g == 0 and self.joins and self.joins[k] and self.continues is not None:
-                log_probs[self.continues != WORD_START] = -np.inf
+                classes = 1 << WORD_START
             if g < self.least_at(k):
-                log_probs[self.tokens[k] if k < len(self.tokens) else end_id] = -np.inf
-            return
+                deny.append(self.tokens[k] if k < len(self.tokens) else end_id)
+            return RowMask(classes, tuple(deny))
         allowed = self.tokens[k] if k < len(self.tokens) else end_id
-        kept = log_probs[allowed]
         if self.continues is None:
-            log_probs[:] = -np.inf
+            classes = 0
         elif self.finishing_word(state):
-            log_probs[self.continues == WORD_START] = -np.inf
+            classes = ALL_CLASSES & ~(1 << WORD_START)
         else:
-            log_probs[self.continues != CHARACTER] = -np.inf
-        log_probs[allowed] = kept
+            classes = 1 << CHARACTER
+        return RowMask(classes, (), (allowed,))
 
     def finishing_word(self, state: State) -> bool:
         """Whether `state` (its gap spent) may still continue the word the model is writing."""

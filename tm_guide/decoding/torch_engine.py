@@ -25,7 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
+from tm_guide.decoding.candidates import CandidateRequest, Candidates
 from tm_guide.decoding.model_file import CT2ModelFile, read_model_file
+from tm_guide.decoding.torch_candidates import DeviceTables, select, upload
 from tm_guide.decoding.torch_step import (
     ACTIVATIONS,
     StackWeights,
@@ -211,8 +213,16 @@ class SelfAttentionCache:
     buffer through strided views without copying it.
     """
 
-    def __init__(self, layers: int, heads: int, head_dim: int, device: torch.device) -> None:
+    def __init__(
+        self,
+        layers: int,
+        heads: int,
+        head_dim: int,
+        device: torch.device,
+        dtype: torch.dtype = torch.float32,
+    ) -> None:
         self.layers, self.heads, self.head_dim, self.device = layers, heads, head_dim, device
+        self.dtype = dtype
         self.length = 0
         self.rows = 0
         # per layer, keys then values: [capacity, rows, heads, head_dim]
@@ -223,7 +233,9 @@ class SelfAttentionCache:
 
     def _allocate(self, capacity: int, rows: int) -> list[torch.Tensor]:
         shape = (capacity, rows, self.heads, self.head_dim)
-        return [torch.empty(shape, device=self.device) for _ in range(2 * self.layers)]
+        return [
+            torch.empty(shape, device=self.device, dtype=self.dtype) for _ in range(2 * self.layers)
+        ]
 
     def reorder(self, parents: torch.Tensor | None, rows: int) -> None:
         """Row i continues row parents[i] (None: row i continues row i); makes room for one
@@ -438,6 +450,24 @@ def _quantize_linear_layers(module: nn.Module) -> None:
             _quantize_linear_layers(child)
 
 
+# what the torch engine computes in: float32 anywhere, half precision on CUDA (as CTranslate2's
+# compute_type); "auto" is float16 on CUDA and float32 on the CPU
+COMPUTE_TYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+def resolve_compute_type(compute_type: str, device_type: str) -> str:
+    """`compute_type` made concrete for the device; a ModelError for one it cannot run."""
+    if compute_type == "auto":
+        return "float16" if device_type == "cuda" else "float32"
+    if compute_type not in COMPUTE_TYPES:
+        raise ModelError(
+            f"compute type must be auto, {', '.join(COMPUTE_TYPES)}, not {compute_type!r}"
+        )
+    if compute_type != "float32" and device_type != "cuda":
+        raise ModelError(f"the torch engine computes in {compute_type} on CUDA only")
+    return compute_type
+
+
 @dataclass
 class _TorchState:
     cross_keys: list[torch.Tensor]  # per decoder layer [sentences, heads, time, head_dim]
@@ -457,6 +487,7 @@ class TorchStepDecoder(TargetVocabulary):
         device: str = "cpu",
         num_threads: int | None = None,
         quantize: bool = False,
+        compute_type: str = "auto",
     ) -> None:
         model_file = read_model_file(Path(model_dir))
         self.sources = SourceIds(model_file)
@@ -468,13 +499,19 @@ class TorchStepDecoder(TargetVocabulary):
         if num_threads:
             torch.set_num_threads(num_threads)
         self.device = torch.device(device)
+        self.compute_type = resolve_compute_type(compute_type, self.device.type)
         model = TransformerModel(model_file).eval()
         if quantize:
             if self.device.type != "cpu":
                 raise ModelError("dynamic int8 quantization of the torch engine is CPU only")
             _quantize_linear_layers(model)
+        # int8 weights were dequantized once, on load; the step computes in compute_type and
+        # takes its softmax in float32
         self.model = model.to(self.device)
+        if self.compute_type != "float32":
+            self.model = self.model.to(dtype=COMPUTE_TYPES[self.compute_type])
         self.model.prepare()
+        self._tables = DeviceTables(self.device)
 
     @torch.inference_mode()
     def start(self, sources: Sequence[Sequence[str]]) -> _TorchState:
@@ -491,10 +528,20 @@ class TorchStepDecoder(TargetVocabulary):
             cross_keep=keep,
             cross_sentences=np.arange(len(ids)),
             cache=SelfAttentionCache(
-                len(self.model.decoder_layers), self.model.heads, self.model.head_dim, self.device
+                len(self.model.decoder_layers),
+                self.model.heads,
+                self.model.head_dim,
+                self.device,
+                COMPUTE_TYPES[self.compute_type],
             ),
             step=0,
         )
+
+    @property
+    def ranks_on_device(self) -> bool:
+        """On a GPU the search ranks here (tm_guide.decoding.candidates); on the CPU handing
+        over every score costs nothing and the compiled search runs on them."""
+        return self.device.type != "cpu"
 
     @torch.inference_mode()
     def step(
@@ -505,6 +552,33 @@ class TorchStepDecoder(TargetVocabulary):
         last_ids: np.ndarray,
         mask_end: bool,
     ) -> np.ndarray:
+        log_probs: np.ndarray = (
+            self._step_tensor(state, parents, sentences, last_ids, mask_end).cpu().numpy()
+        )
+        return log_probs
+
+    @torch.inference_mode()
+    def step_candidates(
+        self,
+        state: object,
+        parents: np.ndarray | None,
+        sentences: np.ndarray,
+        last_ids: np.ndarray,
+        mask_end: bool,
+        request: CandidateRequest,
+    ) -> Candidates:
+        rules = upload(request, self._tables, self.vocab_size)  # before the step is queued
+        log_probs = self._step_tensor(state, parents, sentences, last_ids, mask_end)
+        return select(log_probs, rules)
+
+    def _step_tensor(
+        self,
+        state: object,
+        parents: np.ndarray | None,
+        sentences: np.ndarray,
+        last_ids: np.ndarray,
+        mask_end: bool,
+    ) -> torch.Tensor:
         assert isinstance(state, _TorchState)
         # rows of a sentence are contiguous and every live sentence has as many
         rows_per_sentence = int(np.count_nonzero(sentences == sentences[0]))
@@ -532,4 +606,4 @@ class TorchStepDecoder(TargetVocabulary):
             mask_end=mask_end,
         )
         state.step += 1
-        return log_probs.cpu().numpy()
+        return log_probs

@@ -25,6 +25,8 @@ import numpy as np
 
 BYTE_TOKENS = [f"<0x{b:02X}>" for b in range(256)]
 _NEG = np.float32(-np.inf)
+# the modes of Utf8Rule.row_rule
+PLAIN, LAST, OWED = 1, 2, 3
 
 
 def byte_ids(token_index: dict[str, int]) -> list[int]:
@@ -65,6 +67,8 @@ class Utf8Rule:
         never = (bytes_ == 0xC0) | (bytes_ == 0xC1) | (bytes_ >= 0xF5)
         self._never = self.id_of_byte[present & never]
         self._leads = self.id_of_byte[present & (bytes_ >= 0xC2) & (bytes_ <= 0xF4)]
+        self._denied = np.concatenate([self._continuation, self._never])
+        self._denied_last = np.concatenate([self._denied, self._leads])
 
     @classmethod
     def for_vocabulary(cls, ids: Sequence[int] | None, vocab_size: int) -> Utf8Rule | None:
@@ -100,17 +104,29 @@ class Utf8Rule:
         low, high = _second_range(lead) if trailing == 0 else (0x80, 0xBF)
         return need - trailing, low, high
 
-    def mask(self, sequence: Sequence[int], log_probs: np.ndarray, last_step: bool) -> None:
-        """Set to -inf, in place, every piece that would make `sequence` invalid UTF-8."""
+    def row_rule(self, sequence: Sequence[int], last_step: bool) -> tuple[int, int, int]:
+        """The rule for the row that ends `sequence`, as (mode, lowest, highest byte): OWED (only
+        the byte pieces lowest..highest), LAST (no continuation, never-used or lead byte),
+        else PLAIN (no continuation or never-used byte). The host applies it to a row (`mask`),
+        an engine that ranks on its device applies it there (tm_guide.decoding.candidates)."""
         owed, low, high = self.pending(sequence)
         if owed:
+            return OWED, low, high
+        return (LAST if last_step else PLAIN), 0, 0
+
+    def mask(self, sequence: Sequence[int], log_probs: np.ndarray, last_step: bool) -> None:
+        """Set to -inf, in place, every piece that would make `sequence` invalid UTF-8."""
+        mode, low, high = self.row_rule(sequence, last_step)
+        if mode == OWED:
             allowed = self.id_of_byte[low : high + 1]
             allowed = allowed[allowed >= 0]
             kept = log_probs[allowed].copy()
             log_probs[:] = _NEG
             log_probs[allowed] = kept
             return
-        log_probs[self._continuation] = _NEG
-        log_probs[self._never] = _NEG
-        if last_step:
-            log_probs[self._leads] = _NEG
+        log_probs[self.denied(mode == LAST)] = _NEG
+
+    def denied(self, last_step: bool) -> np.ndarray:
+        """The pieces a row that owes no byte may not produce (with `last_step`: no lead byte
+        either, it could not be finished)."""
+        return self._denied_last if last_step else self._denied

@@ -63,6 +63,79 @@ class PythonSteps : public StepProvider {
   std::vector<float> buffer_;
 };
 
+// Rows of ids as one PAD-filled (-1) array [rows, widest].
+py::array_t<int64_t> padded(const std::vector<std::vector<int>>& lists, size_t rows) {
+  size_t width = 0;
+  for (const auto& ids : lists) width = std::max(width, ids.size());
+  py::array_t<int64_t> out({rows, width});
+  auto view = out.mutable_unchecked<2>();
+  for (size_t r = 0; r < rows; ++r)
+    for (size_t j = 0; j < width; ++j)
+      view(r, j) = r < lists.size() && j < lists[r].size() ? lists[r][j] : -1;
+  return out;
+}
+
+template <typename T>
+py::array_t<int64_t> int_array(const std::vector<T>& values) {
+  py::array_t<int64_t> out(values.size());
+  auto view = out.mutable_unchecked<1>();
+  for (size_t i = 0; i < values.size(); ++i) view(i) = static_cast<int64_t>(values[i]);
+  return out;
+}
+
+// A ranker that asks Python (the torch engine on its device, through
+// tm_guide.decoding.compiled): (parents, sentences, last_ids, mask_end, request) ->
+// (flat [groups, k], totals, log-probs, first column [rows]).
+class PythonRanker : public CandidateProvider {
+ public:
+  explicit PythonRanker(py::function fn) : fn_(std::move(fn)) {}
+  RankedStep rank(const int* parents, const std::vector<int>& row_sentences,
+                  const std::vector<int>& last_ids, bool mask_end,
+                  const StepRequest& request) override {
+    py::gil_scoped_acquire gil;
+    const size_t rows = row_sentences.size();
+    py::object p = py::none();
+    if (parents) p = int_array(std::vector<int>(parents, parents + rows));
+    py::dict req;
+    req["k"] = request.k;
+    req["groups"] = request.groups;
+    req["cum_scores"] = py::array_t<float>(request.cum_score.size(), request.cum_score.data());
+    if (request.masks) {
+      req["classes"] = int_array(request.classes);
+      req["deny"] = padded(request.deny, rows);
+      req["allow"] = padded(request.allow, rows);
+      req["utf8_mode"] = int_array(request.utf8_mode);
+      req["utf8_low"] = int_array(request.utf8_low);
+      req["utf8_high"] = int_array(request.utf8_high);
+    }
+    req["reward_keys"] = int_array(request.reward_keys);
+    req["reward_values"] =
+        py::array_t<float>(request.reward_values.size(), request.reward_values.data());
+    py::tuple out =
+        fn_(p, int_array(row_sentences), int_array(last_ids), mask_end, req).cast<py::tuple>();
+    auto flat = out[0].cast<py::array_t<int64_t, py::array::c_style | py::array::forcecast>>();
+    auto totals = out[1].cast<FloatArray>();
+    auto lp = out[2].cast<FloatArray>();
+    auto first = out[3].cast<FloatArray>();
+    const int groups = request.groups, k = request.k;
+    if (flat.ndim() != 2 || flat.shape(0) != groups || flat.shape(1) != k ||
+        totals.size() != flat.size() || lp.size() != flat.size() ||
+        static_cast<size_t>(first.size()) != rows)
+      throw std::invalid_argument("rank function returned the wrong shape");
+    RankedStep found;
+    found.tops.resize(groups);
+    for (int g = 0; g < groups; ++g)
+      for (int j = 0; j < k; ++j)
+        found.tops[g].push_back(Candidate{totals.data()[g * k + j], flat.data()[g * k + j]});
+    found.log_probs.assign(lp.data(), lp.data() + lp.size());
+    found.first_column.assign(first.data(), first.data() + first.size());
+    return found;
+  }
+
+ private:
+  py::function fn_;
+};
+
 py::list to_python(const std::vector<std::vector<Closed>>& closed) {
   py::list result;
   for (const auto& sentence : closed) {
@@ -200,4 +273,21 @@ PYBIND11_MODULE(_fused, m) {
       },
       "The compiled search over a Python step function (parents, sentences, last_ids, "
       "mask_end) -> log-probabilities [rows, vocab].");
+  m.def(
+      "search_with_ranker",
+      [](py::function rank, int batch, const std::vector<int>& caps, const SearchConfig& cfg,
+         const std::vector<std::shared_ptr<RewardTable>>& rewards,
+         const std::vector<std::vector<int>>& prefixes,
+         const std::vector<std::shared_ptr<Template>>& templates) {
+        PythonRanker provider(std::move(rank));
+        std::vector<std::vector<Closed>> closed;
+        {
+          py::gil_scoped_release release;
+          closed = run_search_ranked(provider, batch, caps, cfg, pointers(rewards), prefixes,
+                                     pointers(templates));
+        }
+        return to_python(closed);
+      },
+      "The compiled search over an engine that ranks on its device: (parents, sentences, "
+      "last_ids, mask_end, request) -> (flat [groups, k], totals, log-probs, first column).");
 }

@@ -173,6 +173,26 @@ struct NextBeam {
   std::vector<char> counted;
 };
 
+// The model's log-probabilities of one step as the search reads them (search.py's
+// _StepScores): every one (`dense`, [rows, vocab]), or those of the candidates an engine ranked
+// on its device (sorted row * vocab + token keys), with each row's token 0 for the prefix rule.
+struct StepScores {
+  const float* dense = nullptr;
+  int vocab = 0;
+  std::vector<int64_t> keys;
+  std::vector<float> values;
+  std::vector<float> first_column;
+
+  float at(int row, int token) const {
+    if (dense) return dense[static_cast<size_t>(row) * vocab + token];
+    const int64_t key = static_cast<int64_t>(row) * vocab + token;
+    const auto it = std::lower_bound(keys.begin(), keys.end(), key);
+    if (it != keys.end() && *it == key) return values[it - keys.begin()];
+    if (token == 0) return first_column[row];        // CTranslate2's prefix rule's token 0
+    return std::numeric_limits<float>::quiet_NaN();  // a forced token: never counted
+  }
+};
+
 // The template rule, then the UTF-8 rule: the tokens each row may not produce get -inf.
 inline void mask_rules(const Rules& rules, const Beam& beam, const std::vector<int>& row_sentences,
                        float* log_probs, int step) {
@@ -303,16 +323,15 @@ inline Picks candidates_of(const Rules& rules, const Beam& beam,
 
 // The end rule: the hypothesis of row `origin` closes with `token` (its </s>, or its last
 // token on the last step); a forced token's log-prob and reward are not counted.
-inline void close_hypothesis(const Rules& rules, Beam& beam, const float* log_probs,
+inline void close_hypothesis(const Rules& rules, Beam& beam, const StepScores& scores,
                              const StepReward& reward, int sentence, int origin, int token,
                              float score, bool counted) {
   Closed c;
   c.raw_score = score;
   c.tokens = beam.sequences[origin];
   if (token != rules.cfg.end_id) c.tokens.push_back(token);
-  c.log_prob = static_cast<double>(
-      beam.cum_logp[origin] +
-      (counted ? log_probs[static_cast<size_t>(origin) * rules.cfg.vocab + token] : 0.0f));
+  c.log_prob =
+      static_cast<double>(beam.cum_logp[origin] + (counted ? scores.at(origin, token) : 0.0f));
   c.reward = beam.cum_reward[origin] + (counted ? reward.of(origin, token) : 0.0);
   c.length = static_cast<int>(beam.sequences[origin].size()) + 1;
   beam.closed[sentence].push_back(std::move(c));
@@ -329,9 +348,9 @@ inline bool finished(const Rules& rules, const Beam& beam, int sentence, bool is
 
 // One live sentence's step: the candidates that close hypotheses closed, the next candidate
 // not ending in </s> from the secondary K in their place, and its K rows kept unless done.
-inline void advance_sentence(const Rules& rules, Beam& beam, const float* log_probs,
-                             const StepReward& reward, const std::vector<Candidate>& cands,
-                             int g, int step, NextBeam& next) {
+inline void advance_sentence(const Rules& rules, Beam& beam, const StepScores& scores,
+                             const StepReward& reward, const std::vector<Candidate>& cands, int g,
+                             int step, NextBeam& next) {
   constexpr float dead = -std::numeric_limits<float>::infinity();
   const int sentence = beam.live[g], width = rules.cfg.beam, end_id = rules.cfg.end_id;
   const bool is_last_step = step + 1 == rules.caps[sentence];
@@ -346,7 +365,7 @@ inline void advance_sentence(const Rules& rules, Beam& beam, const float* log_pr
     const bool closes = (token == end_id && counted) || is_last_step;
     if (closes && picks.scores[k] != dead) {  // a dead row never closes
       if (k == 0) beam.top_closed[sentence] = 1;
-      close_hypothesis(rules, beam, log_probs, reward, sentence, picks.origins[k], token,
+      close_hypothesis(rules, beam, scores, reward, sentence, picks.origins[k], token,
                        picks.scores[k], counted);
       for (int j = secondary; j < count; ++j) {
         if (picks.tokens[j] != end_id) {
@@ -383,9 +402,9 @@ inline std::vector<int> used_after(const RewardTable& table, std::vector<int> us
 
 // The beam for the next step from the kept candidates: scores, tokens, template states (the
 // template rule's automaton) and the limited pieces each row used.
-inline void take(const Rules& rules, Beam& beam, const float* log_probs, const StepReward& reward,
+inline void take(const Rules& rules, Beam& beam, const StepScores& scores, const StepReward& reward,
                  NextBeam& next) {
-  const int vocab = rules.cfg.vocab, width = rules.cfg.beam;
+  const int width = rules.cfg.beam;
   const size_t n_next = next.rows.size();
   std::vector<float> new_logp(n_next);
   std::vector<double> new_reward(n_next);
@@ -394,8 +413,7 @@ inline void take(const Rules& rules, Beam& beam, const float* log_probs, const S
   for (size_t i = 0; i < n_next; ++i) {
     const int p = next.rows[i], t = next.ids[i];
     const int sentence = next.live[i / width];
-    new_logp[i] = beam.cum_logp[p] +
-                  (next.counted[i] ? log_probs[static_cast<size_t>(p) * vocab + t] : 0.0f);
+    new_logp[i] = beam.cum_logp[p] + (next.counted[i] ? scores.at(p, t) : 0.0f);
     new_reward[i] = beam.cum_reward[p] + (next.counted[i] ? reward.of(p, t) : 0.0);
     new_sequences[i] = beam.sequences[p];
     new_sequences[i].push_back(t);
@@ -420,11 +438,12 @@ inline void take(const Rules& rules, Beam& beam, const float* log_probs, const S
   beam.rows_per = width;
 }
 
-inline std::vector<std::vector<Closed>> run_search(
-    StepProvider& provider, int batch, const std::vector<int>& caps, const SearchConfig& cfg,
-    const std::vector<const RewardTable*>& rewards,
-    const std::vector<std::vector<int>>& prefixes,
-    const std::vector<const Template*>& templates) {
+inline std::vector<std::vector<Closed>> run_search(StepProvider& provider, int batch,
+                                                   const std::vector<int>& caps,
+                                                   const SearchConfig& cfg,
+                                                   const std::vector<const RewardTable*>& rewards,
+                                                   const std::vector<std::vector<int>>& prefixes,
+                                                   const std::vector<const Template*>& templates) {
   const Rules rules(cfg, caps, rewards, prefixes, templates);
   Beam beam(batch, cfg.start_id, rules.use_templates);
   int longest = 0;
@@ -439,11 +458,143 @@ inline std::vector<std::vector<Closed>> run_search(
     mask_rules(rules, beam, row_sentences, log_probs, step);
     add_step_reward(rules, beam, row_sentences, log_probs, step, reward, sums);
     const auto tops = ranked(rules, beam, log_probs, reward);
+    StepScores scores;
+    scores.dense = log_probs;
+    scores.vocab = cfg.vocab;
     NextBeam next;
     for (size_t g = 0; g < tops.size(); ++g)
-      advance_sentence(rules, beam, log_probs, reward, tops[g], static_cast<int>(g), step, next);
+      advance_sentence(rules, beam, scores, reward, tops[g], static_cast<int>(g), step, next);
     if (next.live.empty()) break;
-    take(rules, beam, log_probs, reward, next);
+    take(rules, beam, scores, reward, next);
+  }
+  return beam.closed;
+}
+
+// What a search that ranks on the engine's device sends it each step (candidates.py's
+// CandidateRequest): per row its score, template mask and UTF-8 rule (mode 0: none), and the
+// piece rewards as (row * vocab + token, lambda * reward).
+struct StepRequest {
+  int k = 0;
+  int groups = 0;
+  std::vector<float> cum_score;
+  std::vector<int> classes;
+  std::vector<std::vector<int>> deny, allow;
+  std::vector<int> utf8_mode, utf8_low, utf8_high;
+  bool masks = false;  // whether any rule applies this step
+  std::vector<int64_t> reward_keys;
+  std::vector<float> reward_values;
+};
+
+// What it sends back (candidates.py's Candidates): each group's k best, best first, and the
+// model's log-probability of each (group-major), and of token 0 per row.
+struct RankedStep {
+  std::vector<std::vector<Candidate>> tops;
+  std::vector<float> log_probs;
+  std::vector<float> first_column;
+};
+
+struct CandidateProvider {
+  virtual ~CandidateProvider() = default;
+  virtual RankedStep rank(const int* parents, const std::vector<int>& row_sentences,
+                          const std::vector<int>& last_ids, bool mask_end,
+                          const StepRequest& request) = 0;
+};
+
+// The step's rules stated for the device: the template and UTF-8 masks of every row, the
+// piece rewards (the same sums as add_step_reward, without a row of scores to add them to).
+inline void state_rules(const Rules& rules, const Beam& beam, const std::vector<int>& row_sentences,
+                        int step, StepReward& reward, std::vector<double>& sums,
+                        StepRequest& request) {
+  const int rows = beam.rows(), vocab = rules.cfg.vocab;
+  request.k = 2 * rules.cfg.beam;
+  request.groups = static_cast<int>(beam.live.size());
+  request.cum_score = beam.cum_score;
+  request.masks = rules.use_templates || rules.utf8.active();
+  if (request.masks) {
+    request.classes.assign(rows, kAllClasses);
+    request.deny.assign(rows, {});
+    request.allow.assign(rows, {});
+    request.utf8_mode.assign(rows, 0);
+    request.utf8_low.assign(rows, 0);
+    request.utf8_high.assign(rows, 0);
+  }
+  for (int r = 0; r < rows; ++r) {
+    const int sentence = row_sentences[r];
+    if (!rules.after_prefix(sentence, step)) continue;
+    const Template* t = rules.use_templates ? rules.templates[sentence] : nullptr;
+    if (t) {
+      RowMask mask = t->row_mask(beam.places[r], rules.cfg.end_id);
+      request.classes[r] = mask.classes;
+      request.deny[r] = std::move(mask.deny);
+      request.allow[r] = std::move(mask.allow);
+    }
+    if (rules.utf8.active())
+      rules.utf8.row_rule(beam.sequences[r], step + 1 == rules.caps[sentence], request.utf8_mode[r],
+                          request.utf8_low[r], request.utf8_high[r]);
+  }
+  reward.per_row.assign(rules.use_reward ? rows : 0, {});
+  reward.saved.clear();
+  request.reward_keys.clear();
+  request.reward_values.clear();
+  if (!rules.use_reward) return;
+  for (int r = 0; r < rows; ++r) {
+    const int sentence = row_sentences[r];
+    const RewardTable* table = rules.rewards[sentence];
+    if (!table) continue;
+    const Template* shape = rules.use_templates && rules.after_prefix(sentence, step)
+                                ? rules.templates[sentence]
+                                : nullptr;
+    row_reward(rules, beam, r, *table, shape, sums);
+    for (size_t slot = 0; slot < sums.size(); ++slot) {
+      if (sums[slot] == 0.0) continue;
+      const float value = static_cast<float>(sums[slot] * rules.cfg.lam);
+      const int token = table->rewarded()[slot];
+      reward.per_row[r].emplace_back(token, value);
+      request.reward_keys.push_back(static_cast<int64_t>(r) * vocab + token);
+      request.reward_values.push_back(value);
+    }
+  }
+}
+
+// run_search over an engine that ranks on its device: the same rules, stated each step as a
+// StepRequest; only the candidates come back.
+inline std::vector<std::vector<Closed>> run_search_ranked(
+    CandidateProvider& provider, int batch, const std::vector<int>& caps, const SearchConfig& cfg,
+    const std::vector<const RewardTable*>& rewards, const std::vector<std::vector<int>>& prefixes,
+    const std::vector<const Template*>& templates) {
+  const Rules rules(cfg, caps, rewards, prefixes, templates);
+  Beam beam(batch, cfg.start_id, rules.use_templates);
+  int longest = 0;
+  for (int c : caps) longest = std::max(longest, c);
+  StepReward reward;
+  std::vector<double> sums;
+  StepRequest request;
+  for (int step = 0; step < longest; ++step) {
+    std::vector<int> row_sentences(beam.rows());
+    for (int r = 0; r < beam.rows(); ++r) row_sentences[r] = beam.live[r / beam.rows_per];
+    state_rules(rules, beam, row_sentences, step, reward, sums, request);
+    RankedStep found = provider.rank(step == 0 ? nullptr : beam.parents.data(), row_sentences,
+                                     beam.last_ids, step < cfg.min_length, request);
+    StepScores scores;
+    scores.vocab = cfg.vocab;
+    scores.first_column = std::move(found.first_column);
+    const int64_t span = static_cast<int64_t>(beam.rows_per) * cfg.vocab;
+    std::vector<std::pair<int64_t, float>> cells;
+    size_t at = 0;
+    for (size_t g = 0; g < found.tops.size(); ++g)
+      for (const auto& c : found.tops[g])
+        cells.emplace_back(static_cast<int64_t>(g) * span + c.flat, found.log_probs[at++]);
+    std::sort(cells.begin(), cells.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [key, value] : cells) {
+      scores.keys.push_back(key);
+      scores.values.push_back(value);
+    }
+    NextBeam next;
+    for (size_t g = 0; g < found.tops.size(); ++g)
+      advance_sentence(rules, beam, scores, reward, found.tops[g], static_cast<int>(g), step, next);
+    if (next.live.empty()) break;
+    take(rules, beam, scores, reward, next);
   }
   return beam.closed;
 }

@@ -19,6 +19,14 @@ struct Place {
 
 // codes of Template's `continues` (WORD_START, WORD, CHARACTER in template.py)
 constexpr char kWordStart = 0, kWord = 1, kCharacter = 2;
+constexpr int kAllClasses = (1 << kWordStart) | (1 << kWord) | (1 << kCharacter);
+
+// The tokens one row may produce (template.py's RowMask): those whose word mark is a bit of
+// `classes`, less `deny`, plus `allow`.
+struct RowMask {
+  int classes = kAllClasses;
+  std::vector<int> deny, allow;
+};
 
 class Template {
  public:
@@ -84,6 +92,31 @@ class Template {
     Gram g = make_gram(context, n);
     g.ids[n] = token;
     return grams_.count(g) > 0;
+  }
+
+  // What `place` allows, as template.py's row_mask states it (for a search that ranks on the
+  // engine's device; `mask` below applies the same rule to a row here).
+  RowMask row_mask(const Place& place, int end_id) const {
+    const int size = static_cast<int>(tokens_.size());
+    RowMask out;
+    if (place.g < gaps_[place.k]) {
+      if (place.k < size) out.deny.push_back(end_id);
+      if (!ahead_.empty())
+        out.deny.insert(out.deny.end(), ahead_[place.k].begin(), ahead_[place.k].end());
+      if (place.g == 0 && !joins_.empty() && joins_[place.k] && !continues_.empty())
+        out.classes = 1 << kWordStart;
+      if (place.g < least_at(place.k))
+        out.deny.push_back(place.k < size ? tokens_[place.k] : end_id);
+      return out;
+    }
+    out.allow.push_back(place.k < size ? tokens_[place.k] : end_id);
+    if (continues_.empty())
+      out.classes = 0;
+    else if (finishing_word(place))
+      out.classes = kAllClasses & ~(1 << kWordStart);
+    else
+      out.classes = 1 << kCharacter;
+    return out;
   }
 
   // Sets what `place` forbids to -inf in one row of log-probabilities.

@@ -24,6 +24,19 @@ class Utf8Rule {
 
   bool active() const { return active_; }
 
+  // The rule for the row that ends `sequence` (utf8.py's row_rule): mode kOwed with the
+  // lowest and highest byte allowed, kLast or kPlain.
+  void row_rule(const std::vector<int>& sequence, bool last_step, int& mode, int& low,
+                int& high) const {
+    int owed = 0;
+    low = high = 0;
+    pending(sequence, owed, low, high);
+    mode = owed ? kOwed : (last_step ? kLast : kPlain);
+    if (!owed) low = high = 0;
+  }
+
+  static constexpr int kPlain = 1, kLast = 2, kOwed = 3;  // utf8.py's PLAIN, LAST, OWED
+
   // Sets to -inf every piece that would make `sequence` invalid UTF-8 (utf8.py's mask).
   void mask(const std::vector<int>& sequence, float* log_probs, int vocab, bool last_step) const {
     constexpr float dead = -std::numeric_limits<float>::infinity();
