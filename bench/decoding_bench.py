@@ -2,6 +2,7 @@
 
     python bench/decoding_bench.py [--bundle DIR] [--sentences FILE] [--references FILE]
                                    [--threads 1] [--beam 5] [--lam 1.0] [--exact-sentences 8]
+    python bench/decoding_bench.py --device cuda --bundle DIR ...   (bench/gpu/gpu_bench.py)
 
 Measures decoding only (retrieval and piece collection: bench/pieces_bench.py). Each sentence gets
 translation pieces as a TM match would give them: all 1..4-grams of its reference translation
@@ -140,7 +141,17 @@ def on_kernel(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    device = argparse.ArgumentParser(add_help=False)
+    device.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    if device.parse_known_args(argv)[0].device == "cuda":  # the GPU table: bench/gpu/gpu_bench.py
+        sys.path.insert(0, str(ROOT / "bench" / "gpu"))
+        from gpu_bench import main as gpu_main
+
+        return int(gpu_main(argv))
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--device", choices=("cpu", "cuda"), default="cpu", help="cuda: the GPU table"
+    )
     parser.add_argument("--bundle", type=Path, default=DEFAULT_BUNDLE)
     parser.add_argument("--sentences", type=Path)
     parser.add_argument("--references", type=Path)

@@ -16,6 +16,7 @@ from tm_guide.decoding.candidates import CandidateRequest, StepMasks
 from tm_guide.decoding.search import (
     SearchOptions,
     _finalize,
+    beam_search,
     python_beam_search,
     top_candidates,
 )
@@ -208,3 +209,34 @@ def test_the_torch_engine_ranks_on_the_device_only_off_the_cpu(
     demo_torch: TorchStepDecoder,
 ) -> None:
     assert demo_torch.ranks_on_device is False
+
+
+LONG = (
+    "Choose Tools - Options - Load/Save - General and select the format that documents are "
+    "saved in by default, then click the button that applies the settings to every new "
+    "document, spreadsheet, presentation and drawing that you create from now on, unless you "
+    "change the format again in the dialog."
+)
+
+
+def test_fixed_steps_decode_as_the_dynamic_steps(demo: Bundle, demo_torch: TorchStepDecoder):
+    """The fixed-shape step (what a CUDA graph replays: every sentence keeps its rows, the
+    attention runs over the whole cache with later steps masked) finds the same outputs as the
+    dynamic step, with scores within float rounding: sentences finishing at different steps, a
+    second batch of the same shape (the buffers are reused), templates, and an output longer
+    than the first capacity (the cache doubles)."""
+    fixed = TorchStepDecoder(demo.path, fixed_steps=True)
+    inputs = model_inputs(demo, WORDY + [LONG])
+    templates = _wordy_templates(demo, inputs[: len(WORDY)])["looking"] + [None]
+    rewards = rewards_for(demo, [["▁Datei"]] * len(inputs))
+    options = SearchOptions(beam_size=4, max_length=120, lam=1.0, num_hypotheses=2)
+    for batch in (inputs, inputs[::-1]):
+        shapes = templates if batch is inputs else templates[::-1]
+        got = beam_search(fixed, batch, options, rewards, templates=shapes)
+        want = beam_search(demo_torch, batch, options, rewards, templates=shapes)
+        for mine, theirs in zip(got, want, strict=True):
+            assert [h.token_ids for h in mine] == [h.token_ids for h in theirs]
+            for a, b in zip(mine, theirs, strict=True):
+                assert a.score == pytest.approx(b.score, abs=1e-4)
+    assert max(len(h[0].token_ids) for h in got) > 64
+    assert len(fixed._fixed) == 1  # both batches ran on the same buffers

@@ -154,13 +154,16 @@ def select(log_probs: torch.Tensor, rules: Uploaded) -> Candidates:
     `log_probs` [rows, vocab] (float32) is masked in place. One copy comes back to the host."""
     rows, vocab = log_probs.shape
     apply_masks(log_probs, rules)
-    scores = log_probs
+    flat = log_probs.view(-1)
+    saved = None
     if rules.reward_keys is not None and rules.reward_values is not None:
-        scores = log_probs.clone()
-        flat = scores.view(-1)
-        flat[rules.reward_keys] = flat[rules.reward_keys] + rules.reward_values
+        # the reward is added for the ranking only, and the rewarded cells put back after
+        saved = flat[rules.reward_keys]
+        flat[rules.reward_keys] = saved + rules.reward_values
     k, groups = rules.k, rules.groups
-    totals = (rules.cum[:, None] + scores).view(groups, -1)
+    totals = (rules.cum[:, None] + log_probs).view(groups, -1)
+    if saved is not None:
+        flat[rules.reward_keys] = saved
     values, index = torch.topk(totals, k, dim=1)
     # where the k-th value ties with one left out, torch.topk may keep either: those rows are
     # ranked again below, once the (rare) case is seen on the host

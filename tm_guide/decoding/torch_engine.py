@@ -19,6 +19,8 @@ Needs the optional [torch] extra.
 
 from __future__ import annotations
 
+import weakref
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +30,12 @@ import numpy as np
 from tm_guide.decoding.candidates import CandidateRequest, Candidates
 from tm_guide.decoding.model_file import CT2ModelFile, read_model_file
 from tm_guide.decoding.torch_candidates import DeviceTables, select, upload
+from tm_guide.decoding.torch_graphs import (
+    FIRST_CAPACITY,
+    FixedDecoding,
+    padded_time,
+    physical_rows,
+)
 from tm_guide.decoding.torch_step import (
     ACTIVATIONS,
     StackWeights,
@@ -339,6 +347,13 @@ class TransformerModel(nn.Module):
         self._step = scripted_decoder_step()
         self._encode = scripted_encoder_pass()
 
+    @property
+    def decoder_weights(self) -> StackWeights:
+        """The decoder's weights as torch_step's functions take them (after prepare())."""
+        if not hasattr(self, "_decoder_weights"):
+            self.prepare()
+        return self._decoder_weights
+
     def decode_step(
         self,
         ids: torch.Tensor,
@@ -450,6 +465,8 @@ def _quantize_linear_layers(module: nn.Module) -> None:
             _quantize_linear_layers(child)
 
 
+KEPT_SHAPES = 4  # batch shapes whose fixed buffers (and CUDA graphs) are kept
+
 # what the torch engine computes in: float32 anywhere, half precision on CUDA (as CTranslate2's
 # compute_type); "auto" is float16 on CUDA and float32 on the CPU
 COMPUTE_TYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -476,6 +493,11 @@ class _TorchState:
     cross_sentences: np.ndarray  # batch index of each sentence held in the three above
     cache: SelfAttentionCache
     step: int
+    # with fixed steps (torch_graphs), from the second step on: the static buffers, each
+    # sentence's slot in them, and the physical row of each row of the last step
+    fixed: FixedDecoding | None = None
+    slot_of: np.ndarray | None = None
+    physical: np.ndarray | None = None
 
 
 class TorchStepDecoder(TargetVocabulary):
@@ -488,7 +510,10 @@ class TorchStepDecoder(TargetVocabulary):
         num_threads: int | None = None,
         quantize: bool = False,
         compute_type: str = "auto",
+        fixed_steps: bool | None = None,
     ) -> None:
+        """`fixed_steps`: run the decoder step with fixed shapes, as a CUDA graph on CUDA
+        (torch_graphs; None: on CUDA)."""
         model_file = read_model_file(Path(model_dir))
         self.sources = SourceIds(model_file)
         super().__init__(
@@ -512,6 +537,10 @@ class TorchStepDecoder(TargetVocabulary):
             self.model = self.model.to(dtype=COMPUTE_TYPES[self.compute_type])
         self.model.prepare()
         self._tables = DeviceTables(self.device)
+        self.fixed_steps = self.device.type == "cuda" if fixed_steps is None else fixed_steps
+        if self.fixed_steps and quantize:
+            raise ModelError("fixed steps run the float linear layers, not int8 ones")
+        self._fixed: OrderedDict[tuple[int, int, int], FixedDecoding] = OrderedDict()
 
     @torch.inference_mode()
     def start(self, sources: Sequence[Sequence[str]]) -> _TorchState:
@@ -536,6 +565,12 @@ class TorchStepDecoder(TargetVocabulary):
             ),
             step=0,
         )
+
+    @property
+    def recorded_graphs(self) -> int:
+        """CUDA graphs recorded for the batch shapes kept (0 off CUDA, or where recording
+        failed and the fixed steps run one by one)."""
+        return sum(g is not None for f in self._fixed.values() for g in f.graphs)
 
     @property
     def ranks_on_device(self) -> bool:
@@ -580,6 +615,8 @@ class TorchStepDecoder(TargetVocabulary):
         mask_end: bool,
     ) -> torch.Tensor:
         assert isinstance(state, _TorchState)
+        if parents is not None and self.fixed_steps:
+            return self._fixed_step(state, parents, sentences, last_ids, mask_end)
         # rows of a sentence are contiguous and every live sentence has as many
         rows_per_sentence = int(np.count_nonzero(sentences == sentences[0]))
         live = np.asarray(sentences[::rows_per_sentence])
@@ -607,3 +644,70 @@ class TorchStepDecoder(TargetVocabulary):
         )
         state.step += 1
         return log_probs
+
+    def _fixed_step(
+        self,
+        state: _TorchState,
+        parents: np.ndarray,
+        sentences: np.ndarray,
+        last_ids: np.ndarray,
+        mask_end: bool,
+    ) -> torch.Tensor:
+        """A step after the first on the fixed buffers (torch_graphs): the live rows are
+        placed on their physical rows, and their log-probabilities taken back out."""
+        rows_per_sentence = int(np.count_nonzero(sentences == sentences[0]))
+        if state.fixed is None:
+            self._enter_fixed(state, rows_per_sentence)
+        fixed, slot_of, before = state.fixed, state.slot_of, state.physical
+        assert fixed is not None and slot_of is not None and before is not None
+        physical = physical_rows(sentences, slot_of, rows_per_sentence)
+        parents_of = np.arange(fixed.rows, dtype=np.int64)
+        parents_of[physical] = before[np.asarray(parents, dtype=np.int64)]
+        ids = np.zeros(fixed.rows, dtype=np.int64)
+        ids[physical] = last_ids
+        self.model.decoder.check_length(state.step + 1)
+        out = fixed.run(torch.from_numpy(ids), torch.from_numpy(parents_of), state.step, mask_end)
+        state.physical = physical
+        state.step += 1
+        if len(physical) == fixed.rows:
+            return out
+        return out.index_select(0, torch.from_numpy(physical).to(self.device))
+
+    def _enter_fixed(self, state: _TorchState, rows_per_sentence: int) -> None:
+        """The fixed buffers for this batch, holding the first step's cache (one row per
+        sentence) and the encoder's keys/values."""
+        sentences = len(state.cross_sentences)
+        time = padded_time(state.cross_keys[0].shape[2])
+        fixed = self._fixed_decoding(sentences, rows_per_sentence, time)
+        fixed.user = weakref.ref(state)
+        fixed.load_cross(state.cross_keys, state.cross_values, state.cross_keep)
+        fixed.start(state.cache.keys, state.cache.values)
+        slot_of = np.full(int(state.cross_sentences.max()) + 1, -1, dtype=np.int64)
+        slot_of[state.cross_sentences] = np.arange(sentences)
+        state.fixed, state.slot_of = fixed, slot_of
+        state.physical = slot_of[state.cross_sentences] * rows_per_sentence
+
+    def _fixed_decoding(self, sentences: int, rows_per_sentence: int, time: int) -> FixedDecoding:
+        """A free FixedDecoding of this shape, kept for the next batch of the same shape (its
+        graphs are recorded once); a few shapes are kept, the oldest dropped."""
+        key = (sentences, rows_per_sentence, time)
+        known = self._fixed.get(key)
+        if known is not None and (known.user is None or known.user() is None):
+            self._fixed.move_to_end(key)
+            return known
+        made = FixedDecoding(
+            self.model,
+            sentences,
+            rows_per_sentence,
+            time,
+            FIRST_CAPACITY,
+            COMPUTE_TYPES[self.compute_type],
+            self.device,
+            self._end_id,
+            self.vocab_size,
+        )
+        if known is None:
+            self._fixed[key] = made
+            while len(self._fixed) > KEPT_SHAPES:
+                self._fixed.popitem(last=False)
+        return made

@@ -122,7 +122,6 @@ def decoder_step(
     matching the cross-attention keys/values [sentences, heads, time, head_dim]. The last linear
     (index 6 * layers) is the output projection."""
     rows = ids.size(0)
-    sentences = rows // rows_per_sentence
     heads = w.heads
     depth = w.embeddings.size(1)
     head_dim = depth // heads
@@ -132,16 +131,11 @@ def decoder_step(
     else:
         x = F.embedding(ids, w.embeddings) * w.embedding_scale + w.positions[step]
     x = _outer_norm(x, w, w.embedding_norm)
-    pre_norm = w.pre_norm
     length = step + 1
-    # per decoder layer 6 linears (self-attention q/k/v and output, cross-attention query and
-    # output, feed-forward inner and outer) and 3 layer norms (gamma, beta each)
     for layer in range(len(key_buffers)):
-        linear = 6 * layer
-        norm = 3 * layer
         # self-attention over the cached steps (one query per row)
-        h = _norm(x, w, norm) if pre_norm else x
-        qkv = _linear(h, w, linear).view(rows, 3, heads, head_dim)
+        h = _norm(x, w, 3 * layer) if w.pre_norm else x
+        qkv = _linear(h, w, 6 * layer).view(rows, 3, heads, head_dim)
         key_buffer = key_buffers[layer]
         value_buffer = value_buffers[layer]
         key_buffer[step] = qkv[:, 1]
@@ -151,23 +145,111 @@ def decoder_step(
         q = (qkv[:, 0] * scale).reshape(rows * heads, 1, head_dim)
         attention = torch.softmax(torch.bmm(q, keys.permute(1, 2, 0)), dim=-1)
         h = torch.bmm(attention, values.transpose(0, 1)).view(rows, depth)
-        h = _linear(h, w, linear + 1)
-        x = x + h if pre_norm else _norm(x + h, w, norm)
-        # cross-attention on the sentence's encoder keys/values
-        h = _norm(x, w, norm + 1) if pre_norm else x
-        q = _linear(h, w, linear + 2)
-        q = q.view(sentences, rows_per_sentence, heads, head_dim).transpose(1, 2)
-        h = F.scaled_dot_product_attention(
-            q, cross_keys[layer], cross_values[layer], attn_mask=cross_keep
-        )
-        h = _linear(h.transpose(1, 2).reshape(rows, depth), w, linear + 3)
-        x = x + h if pre_norm else _norm(x + h, w, norm + 1)
-        # feed-forward
-        h = _norm(x, w, norm + 2) if pre_norm else x
-        h = activate(_linear(h, w, linear + 4), w.activation)
-        h = _linear(h, w, linear + 5)
-        x = x + h if pre_norm else _norm(x + h, w, norm + 2)
+        x = _rest_of_layer(x, h, w, layer, cross_keys, cross_values, cross_keep, rows_per_sentence)
+    return _log_probs(x, w, len(key_buffers), end_id, mask_end)
+
+
+def decoder_step_fixed(
+    ids: torch.Tensor,
+    step: torch.Tensor,
+    first: torch.Tensor,
+    mask_end: torch.Tensor,
+    parents: torch.Tensor,
+    w: StackWeights,
+    key_sources: list[torch.Tensor],
+    value_sources: list[torch.Tensor],
+    key_buffers: list[torch.Tensor],
+    value_buffers: list[torch.Tensor],
+    cross_keys: list[torch.Tensor],
+    cross_values: list[torch.Tensor],
+    cross_keep: torch.Tensor,
+    rows_per_sentence: int,
+    end_id: int,
+    out: torch.Tensor,
+) -> None:
+    """decoder_step with every shape fixed, so that a CUDA graph can replay it: the step, and
+    whether it is a start-from-zero first step and masks </s>, are tensors ([1]); the rows
+    are reordered here (row r continues row parents[r] of the `*_sources` buffers, written into
+    `*_buffers`); the attention runs over the whole capacity with the steps after `step`
+    masked; the log-probabilities are written into `out` [rows, vocab]."""
+    rows = ids.size(0)
+    heads = w.heads
+    depth = w.embeddings.size(1)
+    head_dim = depth // heads
+    capacity = key_buffers[0].size(0)
+    scale = 1.0 / math.sqrt(float(head_dim))
+    for layer in range(len(key_buffers)):
+        torch.index_select(key_sources[layer], 1, parents, out=key_buffers[layer])
+        torch.index_select(value_sources[layer], 1, parents, out=value_buffers[layer])
+    position = w.positions.index_select(0, step)
+    embedded = F.embedding(ids, w.embeddings) * w.embedding_scale + position
+    x = torch.where(first, position.expand(rows, depth), embedded)
+    x = _outer_norm(x, w, w.embedding_norm)
+    later = (torch.arange(capacity, device=ids.device) > step).view(1, 1, capacity)
+    for layer in range(len(key_buffers)):
+        h = _norm(x, w, 3 * layer) if w.pre_norm else x
+        qkv = _linear(h, w, 6 * layer).view(rows, 3, heads, head_dim)
+        key_buffer = key_buffers[layer]
+        value_buffer = value_buffers[layer]
+        key_buffer.index_copy_(0, step, qkv[:, 1].unsqueeze(0))
+        value_buffer.index_copy_(0, step, qkv[:, 2].unsqueeze(0))
+        keys = key_buffer.view(capacity, rows * heads, head_dim)
+        values = value_buffer.view(capacity, rows * heads, head_dim)
+        q = (qkv[:, 0] * scale).reshape(rows * heads, 1, head_dim)
+        scores = torch.bmm(q, keys.permute(1, 2, 0)).masked_fill(later, -math.inf)
+        attention = torch.softmax(scores, dim=-1)
+        h = torch.bmm(attention, values.transpose(0, 1)).view(rows, depth)
+        x = _rest_of_layer(x, h, w, layer, cross_keys, cross_values, cross_keep, rows_per_sentence)
     logits = _linear(_outer_norm(x, w, w.final_norm), w, 6 * len(key_buffers)).float()
+    logits[:, end_id].masked_fill_(mask_end, -math.inf)
+    out.copy_(torch.log_softmax(logits, dim=-1))
+
+
+def _rest_of_layer(
+    x: torch.Tensor,
+    attended: torch.Tensor,
+    w: StackWeights,
+    layer: int,
+    cross_keys: list[torch.Tensor],
+    cross_values: list[torch.Tensor],
+    cross_keep: torch.Tensor,
+    rows_per_sentence: int,
+) -> torch.Tensor:
+    """A decoder layer after its self-attention (`attended`, [rows, depth]): the output
+    linear and residual, the cross-attention on the sentence's encoder keys/values, the
+    feed-forward. Per decoder layer 6 linears (self-attention q/k/v and output, cross-attention
+    query and output, feed-forward inner and outer) and 3 layer norms (gamma, beta each)."""
+    rows = x.size(0)
+    heads = w.heads
+    depth = x.size(1)
+    head_dim = depth // heads
+    sentences = rows // rows_per_sentence
+    linear = 6 * layer
+    norm = 3 * layer
+    pre_norm = w.pre_norm
+    h = _linear(attended, w, linear + 1)
+    x = x + h if pre_norm else _norm(x + h, w, norm)
+    # cross-attention on the sentence's encoder keys/values
+    h = _norm(x, w, norm + 1) if pre_norm else x
+    q = _linear(h, w, linear + 2)
+    q = q.view(sentences, rows_per_sentence, heads, head_dim).transpose(1, 2)
+    h = F.scaled_dot_product_attention(
+        q, cross_keys[layer], cross_values[layer], attn_mask=cross_keep
+    )
+    h = _linear(h.transpose(1, 2).reshape(rows, depth), w, linear + 3)
+    x = x + h if pre_norm else _norm(x + h, w, norm + 1)
+    # feed-forward
+    h = _norm(x, w, norm + 2) if pre_norm else x
+    h = activate(_linear(h, w, linear + 4), w.activation)
+    h = _linear(h, w, linear + 5)
+    return x + h if pre_norm else _norm(x + h, w, norm + 2)
+
+
+def _log_probs(
+    x: torch.Tensor, w: StackWeights, layers: int, end_id: int, mask_end: bool
+) -> torch.Tensor:
+    """The output projection (the last linear, index 6 * layers) and a float32 softmax."""
+    logits = _linear(_outer_norm(x, w, w.final_norm), w, 6 * layers).float()
     if mask_end:
         logits[:, end_id] = -math.inf
     return torch.log_softmax(logits, dim=-1)
@@ -242,3 +324,8 @@ def scripted_decoder_step() -> Callable[..., torch.Tensor]:
 @lru_cache(maxsize=1)
 def scripted_encoder_pass() -> Callable[..., Any]:
     return _scripted(encoder_pass)
+
+
+@lru_cache(maxsize=1)
+def scripted_fixed_step() -> Callable[..., None]:
+    return _scripted(decoder_step_fixed)
