@@ -27,3 +27,6 @@ python3 bench/random_bundle.py "$work/opus-int8" --quantization int8 >/dev/null 
 python3 bench/decoding_bench.py --device cuda --bundle "$work/opus" \
   --checkpoint "$work/opus-checkpoint" --int8-bundle "$work/opus-int8" \
   --json "$out/gpu_bench.json" "${@:2}" 2>&1 | tee "$out/gpu_bench.txt"
+# where the time of a step goes (kernels, by GPU time), steps launched one by one
+python3 bench/gpu/profile_step.py --bundle "$work/opus" --batch 128 >"$out/profile_128.txt" 2>&1
+grep -E "^(torch.topk|reorder)" "$out/profile_128.txt" || tail -5 "$out/profile_128.txt"

@@ -240,3 +240,20 @@ def test_fixed_steps_decode_as_the_dynamic_steps(demo: Bundle, demo_torch: Torch
                 assert a.score == pytest.approx(b.score, abs=1e-4)
     assert max(len(h[0].token_ids) for h in got) > 64
     assert len(fixed._fixed) == 1  # both batches ran on the same buffers
+
+
+def test_a_padded_output_projection_gives_the_same_search(demo: Bundle, demo_torch):
+    """The projection padded to an aligned row count (what the engine does on a GPU): the
+    padding is cut off before the softmax, so the search finds the same outputs."""
+    padded = TorchStepDecoder(demo.path, fixed_steps=True)
+    vocab = padded.vocab_size
+    align = next(a for a in (8, 16, 64, 96, 7) if vocab % a)
+    padded.model.prepare(pad_outputs_to=align)
+    assert padded.model.decoder_weights.weights[-1].shape[0] > vocab
+    inputs = model_inputs(demo, WORDY)
+    options = SearchOptions(beam_size=4, max_length=MAX_LENGTH, lam=0.0)
+    got = beam_search(padded, inputs, options)
+    want = beam_search(demo_torch, inputs, options)
+    assert [h[0].token_ids for h in got] == [h[0].token_ids for h in want]
+    for a, b in zip(got, want, strict=True):
+        assert a[0].score == pytest.approx(b[0].score, abs=1e-4)

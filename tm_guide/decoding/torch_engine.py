@@ -324,8 +324,11 @@ class TransformerModel(nn.Module):
         )
         return encoded
 
-    def prepare(self) -> None:
-        """Collect the weights as torch_step's StackWeights, for the scripted functions.
+    def prepare(self, pad_outputs_to: int = 1) -> None:
+        """Collect the weights as torch_step's StackWeights, for the scripted functions; the
+        output projection's rows padded with zeros to a multiple of `pad_outputs_to` (a float
+        model: half-precision products on a GPU need aligned sizes to run at speed, and an
+        odd vocabulary such as 57,999 made the projection 4x slower on an H100).
 
         Call after quantization and moving to the device (TorchStepDecoder does)."""
         decoder_layers: list[_DecoderLayer] = list(self.decoder_layers)  # type: ignore[arg-type]
@@ -335,6 +338,7 @@ class TransformerModel(nn.Module):
             [m for layer in decoder_layers for m in layer.linears()] + [self.projection],
             [n for layer in decoder_layers for n in layer.norms()],
             self.epsilon,
+            pad_outputs_to,
         )
         # the decoder's cross-attention keys/values are computed once, with the encoder pass
         self._encoder_weights = _stack_weights(
@@ -390,10 +394,29 @@ class TransformerModel(nn.Module):
 
 
 def _stack_weights(
-    stack: _Stack, linears: list[nn.Module], norms: list[nn.Module], epsilon: float
+    stack: _Stack,
+    linears: list[nn.Module],
+    norms: list[nn.Module],
+    epsilon: float,
+    pad_outputs_to: int = 1,
 ) -> StackWeights:
-    """One stack's weights for torch_step (fbgemm's packed int8 linears when quantized)."""
+    """One stack's weights for torch_step (fbgemm's packed int8 linears when quantized), the
+    last linear's rows padded to a multiple of `pad_outputs_to` (float weights only)."""
     quantized = not isinstance(linears[-1], nn.Linear)
+    weights: list[torch.Tensor] = [] if quantized else [m.weight for m in linears]  # type: ignore[misc]
+    biases: list[torch.Tensor | None] = [] if quantized else [m.bias for m in linears]  # type: ignore[misc]
+    outputs = 0
+    if not quantized and pad_outputs_to > 1 and weights[-1].shape[0] % pad_outputs_to:
+        outputs = int(weights[-1].shape[0])
+        padded = -(-outputs // pad_outputs_to) * pad_outputs_to
+        weight = weights[-1].new_zeros((padded, int(weights[-1].shape[1])))
+        weight[:outputs] = weights[-1]
+        weights[-1] = weight
+        bias = biases[-1]
+        if bias is not None:
+            grown = bias.new_zeros(padded)
+            grown[:outputs] = bias
+            biases[-1] = grown
     return StackWeights(
         embeddings=stack.embeddings,
         embedding_scale=float(stack.embedding_scale),
@@ -404,14 +427,15 @@ def _stack_weights(
             if quantized
             else []
         ),
-        weights=[] if quantized else [m.weight for m in linears],  # type: ignore[misc]
-        biases=[] if quantized else [m.bias for m in linears],  # type: ignore[misc]
+        weights=weights,
+        biases=biases,
         norms=[t for norm in norms for t in _norm_pair(norm)],
         final_norm=_norm_pair(stack.final_norm),
         eps=epsilon,
         pre_norm=stack.pre_norm,
         activation=stack.activation,
         heads=stack.num_heads,
+        outputs=outputs,
     )
 
 
@@ -465,6 +489,7 @@ def _quantize_linear_layers(module: nn.Module) -> None:
             _quantize_linear_layers(child)
 
 
+OUTPUT_ALIGNMENT = 8  # the projection's rows on a GPU: half-precision products want 16 bytes
 KEPT_SHAPES = 4  # batch shapes whose fixed buffers (and CUDA graphs) are kept
 
 # what the torch engine computes in: float32 anywhere, half precision on CUDA (as CTranslate2's
@@ -535,7 +560,7 @@ class TorchStepDecoder(TargetVocabulary):
         self.model = model.to(self.device)
         if self.compute_type != "float32":
             self.model = self.model.to(dtype=COMPUTE_TYPES[self.compute_type])
-        self.model.prepare()
+        self.model.prepare(pad_outputs_to=OUTPUT_ALIGNMENT if self.device.type == "cuda" else 1)
         self._tables = DeviceTables(self.device)
         self.fixed_steps = self.device.type == "cuda" if fixed_steps is None else fixed_steps
         if self.fixed_steps and quantize:
@@ -704,7 +729,6 @@ class TorchStepDecoder(TargetVocabulary):
             COMPUTE_TYPES[self.compute_type],
             self.device,
             self._end_id,
-            self.vocab_size,
         )
         if known is None:
             self._fixed[key] = made

@@ -53,7 +53,6 @@ class FixedDecoding:
         dtype: torch.dtype,
         device: torch.device,
         end_id: int,
-        vocab_size: int,
     ) -> None:
         self.model, self.end_id = model, end_id
         self.sentences, self.rows_per_sentence = sentences, rows_per_sentence
@@ -76,12 +75,14 @@ class FixedDecoding:
         self.cross_keys = [torch.zeros(cross, dtype=dtype, device=device) for _ in range(layers)]
         self.cross_values = [torch.zeros(cross, dtype=dtype, device=device) for _ in range(layers)]
         self.cross_keep = torch.zeros((sentences, 1, 1, time), dtype=torch.bool, device=device)
-        self.out = torch.empty((rows, vocab_size), dtype=torch.float32, device=device)
+        # per buffer set read: the step's log-probabilities (a graph's output stays where it
+        # was recorded, and each replay writes it again)
+        self.outs: list[torch.Tensor | None] = [None, None]
         self.current = 0  # the set holding the cache so far
         self.graphs: list[Any] = [None, None]
         self.capture = device.type == "cuda"
         self.user: Any = None  # a weak reference to the search state using it
-        self._fn: Callable[..., None] = (
+        self._fn: Callable[..., torch.Tensor] = (
             decoder_step_fixed if self.capture else scripted_fixed_step()
         )
 
@@ -120,6 +121,7 @@ class FixedDecoding:
         for new, buffer in zip(self.sets[self.current], old, strict=True):
             new[: buffer.shape[0]].copy_(buffer)
         self.graphs = [None, None]
+        self.outs = [None, None]
 
     def run(
         self, ids: torch.Tensor, parents: torch.Tensor, step: int, mask_end: bool
@@ -143,14 +145,16 @@ class FixedDecoding:
         if self.capture:
             self.graphs[source].replay()
         else:
-            self._call(source)
+            self.outs[source] = self._call(source)
         self.current = 1 - source
-        return self.out
+        out = self.outs[source]
+        assert out is not None
+        return out
 
-    def _call(self, source: int) -> None:
+    def _call(self, source: int) -> torch.Tensor:
         layers = len(self.model.decoder_layers)
         read, write = self.sets[source], self.sets[1 - source]
-        self._fn(
+        out: torch.Tensor = self._fn(
             self.ids,
             self.step,
             self.first,
@@ -166,8 +170,8 @@ class FixedDecoding:
             self.cross_keep,
             self.rows_per_sentence,
             self.end_id,
-            self.out,
         )
+        return out
 
     def _record(self, source: int) -> Any:
         """The step from buffer set `source` recorded as a CUDA graph. The warm-up run before
@@ -180,7 +184,7 @@ class FixedDecoding:
         torch.cuda.current_stream(self.device).wait_stream(stream)
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
-            self._call(source)
+            self.outs[source] = self._call(source)
         return graph
 
 

@@ -32,7 +32,9 @@ class StackWeights(NamedTuple):
 
     `packed` holds fbgemm's int8 linears when the model is quantized (then `weights` and `biases`
     are empty), else `weights`/`biases` hold the float ones. `norms` is gamma, beta per layer
-    norm; `embedding_norm` and `final_norm` are [gamma, beta] or []."""
+    norm; `embedding_norm` and `final_norm` are [gamma, beta] or []. `outputs`: the columns of
+    the last linear that are the model's (its rows may be padded to an aligned count, which
+    half-precision products on a GPU need to run at speed; 0: all)."""
 
     embeddings: torch.Tensor
     embedding_scale: float
@@ -47,6 +49,7 @@ class StackWeights(NamedTuple):
     pre_norm: bool
     activation: int
     heads: int
+    outputs: int
 
 
 def _linear(x: torch.Tensor, w: StackWeights, index: int) -> torch.Tensor:
@@ -165,13 +168,12 @@ def decoder_step_fixed(
     cross_keep: torch.Tensor,
     rows_per_sentence: int,
     end_id: int,
-    out: torch.Tensor,
-) -> None:
+) -> torch.Tensor:
     """decoder_step with every shape fixed, so that a CUDA graph can replay it: the step, and
     whether it is a start-from-zero first step and masks </s>, are tensors ([1]); the rows
     are reordered here (row r continues row parents[r] of the `*_sources` buffers, written into
     `*_buffers`); the attention runs over the whole capacity with the steps after `step`
-    masked; the log-probabilities are written into `out` [rows, vocab]."""
+    masked. Returns the log-probabilities [rows, vocab] (float32)."""
     rows = ids.size(0)
     heads = w.heads
     depth = w.embeddings.size(1)
@@ -200,9 +202,9 @@ def decoder_step_fixed(
         attention = torch.softmax(scores, dim=-1)
         h = torch.bmm(attention, values.transpose(0, 1)).view(rows, depth)
         x = _rest_of_layer(x, h, w, layer, cross_keys, cross_values, cross_keep, rows_per_sentence)
-    logits = _linear(_outer_norm(x, w, w.final_norm), w, 6 * len(key_buffers)).float()
+    logits = _logits(x, w, len(key_buffers))
     logits[:, end_id].masked_fill_(mask_end, -math.inf)
-    out.copy_(torch.log_softmax(logits, dim=-1))
+    return torch.log_softmax(logits, dim=-1, dtype=torch.float32)
 
 
 def _rest_of_layer(
@@ -248,11 +250,19 @@ def _rest_of_layer(
 def _log_probs(
     x: torch.Tensor, w: StackWeights, layers: int, end_id: int, mask_end: bool
 ) -> torch.Tensor:
-    """The output projection (the last linear, index 6 * layers) and a float32 softmax."""
-    logits = _linear(_outer_norm(x, w, w.final_norm), w, 6 * layers).float()
+    """The output projection and a float32 softmax, </s> masked first with `mask_end`."""
+    logits = _logits(x, w, layers)
     if mask_end:
         logits[:, end_id] = -math.inf
-    return torch.log_softmax(logits, dim=-1)
+    return torch.log_softmax(logits, dim=-1, dtype=torch.float32)
+
+
+def _logits(x: torch.Tensor, w: StackWeights, layers: int) -> torch.Tensor:
+    """The output projection (the last linear, index 6 * layers), its padding cut off."""
+    logits = _linear(_outer_norm(x, w, w.final_norm), w, 6 * layers)
+    if w.outputs > 0 and logits.size(1) != w.outputs:
+        logits = logits[:, : w.outputs]
+    return logits
 
 
 def encoder_pass(
@@ -327,5 +337,5 @@ def scripted_encoder_pass() -> Callable[..., Any]:
 
 
 @lru_cache(maxsize=1)
-def scripted_fixed_step() -> Callable[..., None]:
+def scripted_fixed_step() -> Callable[..., torch.Tensor]:
     return _scripted(decoder_step_fixed)
