@@ -161,11 +161,10 @@ def select(log_probs: torch.Tensor, rules: Uploaded) -> Candidates:
         saved = flat[rules.reward_keys]
         flat[rules.reward_keys] = saved + rules.reward_values
     k, groups = rules.k, rules.groups
-    totals = _totals(log_probs, rules.cum)
+    totals = rules.cum[:, None] + log_probs
     if saved is not None:
         flat[rules.reward_keys] = saved
-    values, index, tied = _top_k(totals, groups, vocab, k)
-    totals = totals[:, :vocab]
+    values, index, tied = _top_k(totals, groups, k)
     packed = torch.cat(
         [
             values.double(),
@@ -178,8 +177,8 @@ def select(log_probs: torch.Tensor, rules: Uploaded) -> Candidates:
     ).cpu()
     if bool(packed[:, -1].any()):
         rows_tied = packed[:, -1].nonzero().squeeze(1)
-        some = totals.reshape(groups, -1, vocab)[rows_tied.to(totals.device)]
-        exact_values, exact_index = _top_k_by_key(some.reshape(len(rows_tied), -1), k)
+        some = totals.view(groups, -1)[rows_tied.to(totals.device)]
+        exact_values, exact_index = _top_k_by_key(some, k)
         exact_lp = log_probs.reshape(groups, -1)[rows_tied.to(totals.device)]
         exact_lp = exact_lp.gather(1, exact_index)
         packed[rows_tied, :k] = exact_values.double().cpu()
@@ -199,47 +198,21 @@ def select(log_probs: torch.Tensor, rules: Uploaded) -> Candidates:
     )
 
 
-CHUNK = 1024  # tokens per slice of the first top-k pass
-
-
-def _totals(log_probs: torch.Tensor, cum: torch.Tensor) -> torch.Tensor:
-    """cum[row] + log_probs[row, token] [rows, vocab padded to CHUNK with -inf] (float32: the
-    same additions as the host's)."""
-    rows, vocab = log_probs.shape
-    width = -(-vocab // CHUNK) * CHUNK
-    totals = torch.full((rows, width), -torch.inf, dtype=log_probs.dtype, device=log_probs.device)
-    torch.add(cum[:, None], log_probs, out=totals[:, :vocab])
-    return totals
-
-
 def _top_k(
-    totals: torch.Tensor, groups: int, vocab: int, k: int
+    totals: torch.Tensor, groups: int, k: int
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The k best of each group of rows ([groups, k] values and local row * vocab + token),
-    and whether the group must be ranked again by _top_k_by_key (1.0) because a value tied
-    with the k-th may have been left out.
-
-    torch.topk over a long row runs a multi-pass radix select (about a dozen kernels), so the
-    k + 1 best are taken per slice of CHUNK tokens (one pass over every score), then the k + 1
-    best of those per group. What the first pass leaves out is at most each slice's (k+1)-th;
-    where that reaches the k-th value found, or the (k+1)-th found equals the k-th, a value
-    equal to the k-th may be missing, and torch.topk keeps either of equal values anyway."""
-    rows, width = totals.shape
-    per_row = width // CHUNK
-    chunk_values, chunk_index = torch.topk(totals.view(rows * per_row, CHUNK), k + 1, dim=1)
-    rows_per_group = rows // groups
-    # each candidate's local row * vocab + token
-    row_of = torch.arange(rows, device=totals.device).repeat_interleave(per_row)
-    local = (row_of % rows_per_group) * vocab
-    start = torch.arange(per_row, device=totals.device).repeat(rows) * CHUNK
-    positions = (local + start)[:, None] + chunk_index
-    candidates = chunk_values.view(groups, -1)
-    values, picked = torch.topk(candidates, k + 1, dim=1)
-    index = positions.view(groups, -1).gather(1, picked)
-    kth = values[:, k - 1 : k]
-    left_out = chunk_values[:, k].view(groups, -1).amax(dim=1, keepdim=True)
-    tied = (values[:, k : k + 1] == kth) | (left_out >= kth)
-    return values[:, :k], index[:, :k], tied.to(torch.float64)
+    and whether the group must be ranked again by _top_k_by_key (1.0): torch.topk keeps any of
+    equal values, so where the (k+1)-th equals the k-th a value tied with the k-th may be left
+    out. (Taking the top k per slice of 1,024 tokens first was measured slower on an H100:
+    torch.topk ran its multi-pass radix select on those slices too.)"""
+    totals = totals.view(groups, -1)
+    if totals.shape[1] <= k:
+        values, index = torch.topk(totals, k, dim=1)
+        return values, index, torch.zeros((groups, 1), dtype=torch.float64, device=totals.device)
+    values, index = torch.topk(totals, k + 1, dim=1)
+    tied = (values[:, k : k + 1] == values[:, k - 1 : k]).to(torch.float64)
+    return values[:, :k], index[:, :k], tied
 
 
 def _top_k_by_key(totals: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
