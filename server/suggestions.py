@@ -133,7 +133,12 @@ def _translated(
     `penalties` and `names` by memory id, as suggest() found them."""
     store = services.store()
     mt_options = translate_options(
-        options.mt, options.m, list(penalties), services.config.compute, translator.bundle.card
+        options.mt,
+        options.m,
+        list(penalties),
+        services.config.compute,
+        translator.bundle.card,
+        device=services.config.settings.device,
     )
     if translator.bundle.card.language_tokens:  # a multilingual model: which pair to write
         pair = options.languages or (

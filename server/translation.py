@@ -59,7 +59,11 @@ def load_translator(config: Any, bundle: Any, store: Any, aligner: Any) -> Any:
     translator = GuidedTranslator(bundle, store)
     compute = config.compute
     options = TranslateOptions(
-        engine=EngineOptions(engine=compute.engine, threads=compute.resolved_threads)
+        engine=EngineOptions(
+            engine=compute.engine,
+            device=config.settings.device,
+            threads=compute.resolved_threads,
+        )
     )
     translator.translate(["warm up"], options)
     engine = translator.engine_name(options)
@@ -80,10 +84,16 @@ def engine_status(translator: Any, compute: Any) -> dict[str, Any]:
 
 
 def translate_options(
-    options: MTOptions, m: int, memory_ids: Sequence[int], compute: Any, card: Any = None
+    options: MTOptions,
+    m: int,
+    memory_ids: Sequence[int],
+    compute: Any,
+    card: Any = None,
+    device: str = "cpu",
 ) -> Any:
     """TranslateOptions for one request: what the request leaves open keeps the library default;
-    the engine and its thread count are the server's (`Compute`). The guidance settings are
+    the engine and its thread count are the server's (`Compute`), on the server's device
+    (TM_GUIDE_DEVICE). The guidance settings are
     resolved once (tm_guide.decoding.guidance): each as the request asks, else (lambda only)
     the server's TM_GUIDE_LAMBDA, else as the model card records it, else eq. 10's default."""
     from tm_guide.decoding.guidance import Guidance
@@ -112,7 +122,9 @@ def translate_options(
             search=search,
             pieces=pieces,
             engine=EngineOptions(
-                engine=options.engine or compute.engine, threads=compute.resolved_threads
+                engine=options.engine or compute.engine,
+                device=device,
+                threads=compute.resolved_threads,
             ),
             memory_ids=tuple(memory_ids),
             max_length_ratio=MAX_LENGTH_RATIO,

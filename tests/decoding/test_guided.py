@@ -76,6 +76,35 @@ def test_lambda_zero_and_sentences_without_pieces_use_native_search(store_and_me
         assert result.reward == 0.0
 
 
+def test_an_engine_ranking_on_its_device_translates_unguided_sentences_itself(  # type: ignore[no-untyped-def]
+    store_and_memory, tiny_bundle
+):
+    """Where the torch engine ranks on its device (a GPU; here the CPU run the same way), the
+    sentences without pieces and the unguided alternatives are its own search at lambda 0,
+    which is CTranslate2's native search rule for rule: the same translations."""
+    pytest.importorskip("torch")
+    store, memory = store_and_memory
+    translator = GuidedTranslator(tiny_bundle, store)
+    sentences = ["Save the document.", "Chart style paragraph font column."]
+    on_device = TranslateOptions(
+        search=SearchOptions(max_length=20, beam_size=4, lam=1.0),
+        engine=EngineOptions(engine="torch", rank_on_device=True),
+        memory_ids=(memory.id,),
+        return_unguided=True,
+    )
+    assert translator.step_decoder("torch", on_device).ranks_on_device  # type: ignore[union-attr]
+    results = translator.translate(sentences, on_device)
+    native = tiny_bundle.translator.translate_batch(
+        [tiny_bundle.source_input(tiny_bundle.encode_source(s)) for s in sentences],
+        beam_size=4,
+        max_decoding_length=20,
+    )
+    assert not results[1].guided
+    for result, output in zip(results, native, strict=True):
+        assert result.unguided_translation == tiny_bundle.decode_target(output.hypotheses[0])
+    assert results[1].tokens == native[1].hypotheses[0]
+
+
 def test_auto_engine_runs_a_float_model_in_its_own_precision(store_and_memory, tiny_bundle):  # type: ignore[no-untyped-def]
     """The fused engine computes in int8: "auto" gives a float32 model to an engine that does
     not (torch where it is installed), and says so once."""

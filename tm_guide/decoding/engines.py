@@ -49,6 +49,8 @@ class EngineRequest:
     threads: int
     quantize: bool
     compute_type: str = "auto"
+    # the torch engine ranks the search's candidates on its device (None: on a GPU)
+    rank_on_device: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -134,6 +136,7 @@ def _make_torch(request: EngineRequest) -> Any:
         num_threads=request.threads or None,
         quantize=request.quantize,
         compute_type=request.compute_type,
+        rank_on_device=request.rank_on_device,
     )
 
 

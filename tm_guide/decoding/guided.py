@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from tm_guide.decoding.candidates import CandidateStepDecoder
 from tm_guide.decoding.engines import (
     AUTO,
     ENGINES,
@@ -56,6 +57,10 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 
+# an engine made for a translator: name, device, int8, compute type, ranking on its device
+_EngineKey = tuple[str, str, bool, str, bool | None]
+
+
 @dataclass(frozen=True)
 class EngineOptions:
     """Which engine decodes and on what; with an exact engine none of this changes the output.
@@ -67,7 +72,9 @@ class EngineOptions:
     0 = torch's own setting, one thread for the fused engine. quantize: the torch engine's int8
     linear layers on CPU (None = when the bundle is int8). rerank_width: n-best size of the
     reranking engine (0 = beam_size). compute_type: what the torch engine computes in (auto:
-    float16 on CUDA, float32 on the CPU; float32, float16, bfloat16).
+    float16 on CUDA, float32 on the CPU; float32, float16, bfloat16). rank_on_device: the torch
+    engine ranks the search's candidates where it computes and sends back only those (None: on
+    a GPU; True on the CPU runs the GPU's way there, as the tests do to hold the two equal).
     """
 
     engine: str = AUTO
@@ -77,6 +84,7 @@ class EngineOptions:
     quantize: bool | None = None
     rerank_width: int = 0
     compute_type: str = "auto"
+    rank_on_device: bool | None = None
 
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:
@@ -216,8 +224,8 @@ class GuidedTranslator:
         self.target_vocabulary: list[str] = list(bundle.vocabularies.target)
         self.token_to_id = {token: i for i, token in enumerate(self.target_vocabulary)}
         self._builder: Any = None
-        self._engines: dict[tuple[str, str, bool, str], StepDecoder | WholeSearchDecoder] = {}
-        self._refused: dict[tuple[str, str, bool, str], ModelError] = {}
+        self._engines: dict[_EngineKey, StepDecoder | WholeSearchDecoder] = {}
+        self._refused: dict[_EngineKey, ModelError] = {}
         self._choices: dict[str, EngineChoice] = {}
         # the target tokens that continue a word, which may finish one past a template's gap
         self.continues = continuation_mask(self.target_vocabulary)
@@ -263,7 +271,13 @@ class GuidedTranslator:
         quantize = options.engine.quantize
         if quantize is None:
             quantize = device == "cpu" and self.bundle.card.quantization.startswith("int8")
-        key = (engine, device, bool(quantize), options.engine.compute_type)
+        key = (
+            engine,
+            device,
+            bool(quantize),
+            options.engine.compute_type,
+            options.engine.rank_on_device,
+        )
         with self._lock:
             if key in self._refused:  # a model an engine cannot run is not read again
                 raise self._refused[key]
@@ -276,9 +290,9 @@ class GuidedTranslator:
             return self._engines[key]
 
     def _make_engine(
-        self, key: tuple[str, str, bool, str], options: TranslateOptions
+        self, key: _EngineKey, options: TranslateOptions
     ) -> StepDecoder | WholeSearchDecoder:
-        engine, device, quantize, compute_type = key
+        engine, device, quantize, compute_type, rank_on_device = key
         request = EngineRequest(
             self.bundle,
             self.target_vocabulary,
@@ -286,6 +300,7 @@ class GuidedTranslator:
             options.engine.threads,
             quantize,
             compute_type,
+            rank_on_device,
         )
         return make_decoder(engine, request)  # type: ignore[no-any-return]
 
@@ -464,10 +479,7 @@ class GuidedTranslator:
         for batch in _batches(sorted(wanted_unguided), sources, options.engine.batch_size):
             started = clock()
             inputs = [self.bundle.source_input(sources[i], source_lang) for i in batch]
-            native = self.native_search(
-                inputs, _capped(search, options, inputs, len(prefix)), prefix
-            )
-            native = self._valid_utf8(native, inputs, search, options, engine, prefix_ids)
+            native = self.unguided_search(inputs, search, options, engine, prefix, prefix_ids)
             share = (clock() - started) / len(batch)
             for i, top in zip(batch, native, strict=True):
                 unguided[i] = top
@@ -643,6 +655,32 @@ class GuidedTranslator:
         for k, best in zip(broken, again, strict=True):
             fixed[k] = best[0]
         return fixed
+
+    def unguided_search(
+        self,
+        inputs: Sequence[Sequence[str]],
+        search: SearchOptions,
+        options: TranslateOptions,
+        engine: str,
+        prefix: Sequence[str],
+        prefix_ids: Sequence[int],
+    ) -> list[Hypothesis]:
+        """The sentences' unguided translations: where the engine decodes on a GPU (it ranks on
+        its device), its own search at lambda 0, which is the native beam search rule for rule
+        and keeps CTranslate2 off the GPU; else CTranslate2's, valid UTF-8 by _valid_utf8."""
+        decoder = self.step_decoder(engine_spec(engine).stepper, options)
+        if isinstance(decoder, CandidateStepDecoder) and decoder.ranks_on_device:
+            found = beam_search(
+                decoder,
+                inputs,
+                replace(search, lam=0.0),
+                None,
+                max_lengths=_output_caps(search, options, inputs, len(prefix_ids)),
+                prefixes=[list(prefix_ids)] * len(inputs),
+            )
+            return [best[0] for best in found]
+        native = self.native_search(inputs, _capped(search, options, inputs, len(prefix)), prefix)
+        return self._valid_utf8(native, inputs, search, options, engine, prefix_ids)
 
     def native_search(
         self,

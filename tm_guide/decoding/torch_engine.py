@@ -536,9 +536,11 @@ class TorchStepDecoder(TargetVocabulary):
         quantize: bool = False,
         compute_type: str = "auto",
         fixed_steps: bool | None = None,
+        rank_on_device: bool | None = None,
     ) -> None:
         """`fixed_steps`: run the decoder step with fixed shapes, as a CUDA graph on CUDA
-        (torch_graphs; None: on CUDA)."""
+        (torch_graphs; None: on CUDA). `rank_on_device`: the search ranks here and gets the
+        candidates back (tm_guide.decoding.candidates; None: off the CPU)."""
         model_file = read_model_file(Path(model_dir))
         self.sources = SourceIds(model_file)
         super().__init__(
@@ -563,6 +565,9 @@ class TorchStepDecoder(TargetVocabulary):
         self.model.prepare(pad_outputs_to=OUTPUT_ALIGNMENT if self.device.type == "cuda" else 1)
         self._tables = DeviceTables(self.device)
         self.fixed_steps = self.device.type == "cuda" if fixed_steps is None else fixed_steps
+        self._rank_on_device = (
+            self.device.type != "cpu" if rank_on_device is None else rank_on_device
+        )
         if self.fixed_steps and quantize:
             raise ModelError("fixed steps run the float linear layers, not int8 ones")
         self._fixed: OrderedDict[tuple[int, int, int], FixedDecoding] = OrderedDict()
@@ -601,7 +606,7 @@ class TorchStepDecoder(TargetVocabulary):
     def ranks_on_device(self) -> bool:
         """On a GPU the search ranks here (tm_guide.decoding.candidates); on the CPU handing
         over every score costs nothing and the compiled search runs on them."""
-        return self.device.type != "cpu"
+        return self._rank_on_device
 
     @torch.inference_mode()
     def step(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -33,6 +34,8 @@ from tm_guide.model.card import (
 from tm_guide.model.language_tokens import token_for
 from tm_guide.model.positions import NO_LIMITS, PositionLimits, read_position_limits
 from tm_guide.pieces.tokenizer import SENTENCEPIECE_SPACE
+
+log = logging.getLogger(__name__)
 
 DEFAULT_EOS = "</s>"
 _VOCAB_STEMS = ("shared_vocabulary", "source_vocabulary", "target_vocabulary")
@@ -117,6 +120,10 @@ class Bundle:
             raise ModelError(
                 f"{path / 'model.bin'}: CTranslate2 cannot load the model ({exc})"
             ) from exc
+        if resolve_device(device) == "cuda":
+            translator = _runnable(
+                translator, vocabularies.source[-1], path, compute_type, intra_threads
+            )
         positions = read_position_limits(path / "model.bin")
         bundle = cls(
             path, card, translator, source_sp, target_sp, vocabularies, eos_token, positions
@@ -295,6 +302,28 @@ class Bundle:
         return (
             f"Bundle({self.card.name!r}, {self.card.source_lang}->{self.card.target_lang}, "
             f"path={str(self.path)!r})"
+        )
+
+
+def _runnable(
+    translator: ctranslate2.Translator,
+    token: str,
+    path: Path,
+    compute_type: str,
+    intra_threads: int,
+) -> ctranslate2.Translator:
+    """`translator` (on CUDA) if it translates there, else the model on the CPU: CTranslate2's
+    CUDA build needs CUDA 12's cuBLAS, which a CUDA 13 machine lacks, and it finds out only
+    when it first translates. The torch engine still decodes on the GPU; what CTranslate2
+    itself runs (no engine of ours for the model, the ct2 and rerank engines) runs on the
+    CPU."""
+    try:
+        translator.translate_batch([[token]], beam_size=1, max_decoding_length=1)
+        return translator
+    except RuntimeError as exc:
+        log.warning("CTranslate2 cannot translate on CUDA here (%s); it runs on the CPU", exc)
+        return ctranslate2.Translator(
+            str(path), device="cpu", compute_type=compute_type, intra_threads=intra_threads
         )
 
 
