@@ -52,21 +52,11 @@ def _best(run: Callable[[], Any], repeat: int) -> tuple[float, Any]:
 
 
 def _rewards_from(bundle: Any, outputs: Sequence[Sequence[int]]) -> list[Any]:
-    from tm_guide.decoding.rewards import PieceReward
+    """Pieces as a close match would give them: every 1..4-gram of each output, scored 0.8."""
+    from decoding_bench import piece_rewards
 
     vocabulary = bundle.vocabularies.target
-    index = {t: i for i, t in enumerate(vocabulary)}
-    rewards = []
-    for ids in outputs:
-        tokens = [vocabulary[i] for i in ids]
-        grams = {
-            tuple(tokens[s : s + n]): 0.8
-            for s in range(len(tokens))
-            for n in range(1, 5)
-            if s + n <= len(tokens)
-        }
-        rewards.append(PieceReward.from_tokens(grams, index))
-    return rewards
+    return piece_rewards(bundle, [[vocabulary[i] for i in ids] for ids in outputs])
 
 
 def main(argv: Sequence[str] | None = None) -> int:

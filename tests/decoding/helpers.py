@@ -90,3 +90,27 @@ def aligned_memory(root: Path, bundle, name: str, pairs):  # type: ignore[no-unt
         yield store, store.get_memory(memory.id)
     finally:
         store.close()
+
+
+def template_variants(vocabulary, plain):  # type: ignore[no-untyped-def]
+    """The four forms of the template rule over the same plain templates: plain, finishing
+    words past a spent gap (the vocabulary's continuation marks, 4 tokens of overrun), looking
+    ahead (no gap writes the next three content words, nothing glued to a kept word), and
+    owing (a gap holds at least one token where the source changed)."""
+    from dataclasses import replace
+
+    from tm_guide.decoding.template import ahead_of
+    from tm_guide.pieces.repair import continuation_mask, is_mark
+
+    continues = continuation_mask(vocabulary)
+    finishing = [replace(t, continues=continues, overrun=4) for t in plain]
+    looking = [
+        replace(
+            t,
+            ahead=ahead_of([vocabulary[i] for i in t.tokens], t.tokens, 3),
+            joins=(False, *(not is_mark(vocabulary[i]) for i in t.tokens)),
+        )
+        for t in finishing
+    ]
+    owing = [replace(t, least=tuple(int(g > 0) for g in t.gaps)) for t in looking]
+    return {"plain": plain, "finishing": finishing, "looking": looking, "owing": owing}

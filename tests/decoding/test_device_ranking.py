@@ -5,7 +5,6 @@ would with the same operations; a GPU run repeats the search test on CUDA."""
 from __future__ import annotations
 
 import itertools
-from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -29,7 +28,7 @@ torch = pytest.importorskip("torch")
 from tm_guide.decoding.torch_candidates import DeviceTables, select, upload  # noqa: E402
 from tm_guide.decoding.torch_engine import TorchStepDecoder  # noqa: E402
 
-from .helpers import model_inputs, rewards_for  # noqa: E402
+from .helpers import model_inputs, rewards_for, template_variants  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
@@ -140,8 +139,8 @@ def test_device_candidates_equal_the_hosts_on_ties_masks_and_rewards(demo: Bundl
 
 
 def _wordy_templates(bundle: Bundle, inputs):  # type: ignore[no-untyped-def]
-    """Each sentence's own output with its first long word dropped for a one-token gap, in
-    the four variants of the template rule: plain, finishing words, looking ahead, owing."""
+    """Each sentence's own output with its first word of two or more pieces dropped for a
+    one-token gap, in the four forms of the template rule (helpers.template_variants)."""
     vocabulary = bundle.vocabularies.target
     index = {t: i for i, t in enumerate(vocabulary)}
     plain = []
@@ -153,18 +152,7 @@ def _wordy_templates(bundle: Bundle, inputs):  # type: ignore[no-untyped-def]
         gaps = [0] * (len(kept) + 1)
         gaps[begin] = 1
         plain.append(TargetTemplate(tuple(kept), tuple(gaps)))
-    continues = continuation_mask(vocabulary)
-    finishing = [replace(t, continues=continues, overrun=4) for t in plain]
-    looking = [
-        replace(
-            t,
-            ahead=ahead_of([vocabulary[i] for i in t.tokens], t.tokens, 3),
-            joins=(False, *(not is_mark(vocabulary[i]) for i in t.tokens)),
-        )
-        for t in finishing
-    ]
-    owing = [replace(t, least=tuple(int(g > 0) for g in t.gaps)) for t in looking]
-    return {"plain": plain, "finishing": finishing, "looking": looking, "owing": owing}
+    return template_variants(vocabulary, plain)
 
 
 @pytest.mark.parametrize(("lam", "held"), [(0.0, False), (2.0, False), (2.0, True)])

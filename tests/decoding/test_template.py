@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -12,12 +11,11 @@ from tm_guide.config import BUNDLED_MODEL
 from tm_guide.decoding import compiled, fused_engine
 from tm_guide.decoding.ct2_engine import CT2StepDecoder
 from tm_guide.decoding.search import SearchOptions, _finalize, beam_search, python_beam_search
-from tm_guide.decoding.template import CHARACTER, START, WORD, TargetTemplate, ahead_of
+from tm_guide.decoding.template import CHARACTER, START, WORD, TargetTemplate
 from tm_guide.errors import InvalidInput
 from tm_guide.model import Bundle
-from tm_guide.pieces.repair import continuation_mask, is_mark
 
-from .helpers import model_inputs, rewards_for, teacher_forced
+from .helpers import model_inputs, rewards_for, teacher_forced, template_variants
 
 MAX_LENGTH = 24
 END = 2
@@ -241,26 +239,14 @@ def test_compiled_search_finishes_words_past_a_gap_as_search_py_does(lam):
     bundle = Bundle.load(BUNDLED_MODEL, intra_threads=1)
     vocabulary = bundle.vocabularies.target
     inputs = model_inputs(bundle, WORDY)
-    continues = continuation_mask(vocabulary)
-    plain = _without_long_word(bundle, inputs)
-    finishing = [replace(t, continues=continues, overrun=4) for t in plain]
-    looking = [
-        replace(
-            t,
-            ahead=ahead_of([vocabulary[i] for i in t.tokens], t.tokens, 3),
-            joins=(False, *(not is_mark(vocabulary[i]) for i in t.tokens)),
-        )
-        for t in finishing
-    ]
-    owing = [replace(t, least=tuple(int(g > 0) for g in t.gaps)) for t in looking]
+    variants = template_variants(vocabulary, _without_long_word(bundle, inputs))
     rewards = rewards_for(bundle, [["▁Datei"]] * len(inputs))
     decoder = CT2StepDecoder(bundle.translator, vocabulary)
     options = SearchOptions(beam_size=4, max_length=MAX_LENGTH, lam=lam, num_hypotheses=2)
     caps = [MAX_LENGTH] * len(inputs)
     prefixes: list[list[int]] = [[] for _ in inputs]
     outputs = {}
-    variants = (("plain", plain), ("finishing", finishing), ("looking", looking), ("owing", owing))
-    for name, templates in variants:
+    for name, templates in variants.items():
         expected = python_beam_search(decoder, inputs, options, rewards, caps, prefixes, templates)
         closed = compiled.compiled_search(
             decoder, inputs, options, rewards, caps, prefixes, templates

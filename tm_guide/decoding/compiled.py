@@ -157,7 +157,23 @@ def compiled_search(
         )
 
     closed = require_extension().search_with_steps(
-        step,
+        step, *_arguments(decoder, sources, options, rewards, caps, prefixes, templates)
+    )
+    return closed_hypotheses(closed)
+
+
+def _arguments(
+    decoder: SearchVocabulary,
+    sources: Sequence[Sequence[str]],
+    options: SearchOptions,
+    rewards: Sequence[PieceReward | None],
+    caps: Sequence[int],
+    prefixes: Sequence[Sequence[int]],
+    templates: Sequence[TargetTemplate | None] | None,
+) -> tuple[Any, ...]:
+    """What the compiled search takes besides its step: the batch size, each sentence's cap,
+    the options, reward tables, prefixes and templates in their compiled forms."""
+    return (
         len(sources),
         [int(c) for c in caps],
         search_config(decoder, options),
@@ -165,7 +181,6 @@ def compiled_search(
         [list(prefix) for prefix in prefixes],
         template_objects(templates or [None] * len(sources), decoder.vocab_size, decoder.end_id),
     )
-    return closed_hypotheses(closed)
 
 
 def ranked_search(
@@ -228,12 +243,6 @@ def ranked_search(
         return found.flat, found.totals, found.log_probs, found.first_column
 
     closed = require_extension().search_with_ranker(
-        rank,
-        len(sources),
-        [int(c) for c in caps],
-        search_config(decoder, options),
-        reward_tables(rewards, decoder.vocab_size),
-        [list(prefix) for prefix in prefixes],
-        template_objects(shapes, decoder.vocab_size, decoder.end_id),
+        rank, *_arguments(decoder, sources, options, rewards, caps, prefixes, shapes)
     )
     return closed_hypotheses(closed)

@@ -150,6 +150,13 @@ struct Beam {
   }
 
   int rows() const { return static_cast<int>(live.size()) * rows_per; }
+
+  // The batch index of each row's sentence.
+  std::vector<int> row_sentences() const {
+    std::vector<int> out(rows());
+    for (int r = 0; r < rows(); ++r) out[r] = live[r / rows_per];
+    return out;
+  }
 };
 
 // One step's piece reward: per row, (token, lambda * reward as float32), and the log-prob
@@ -242,13 +249,12 @@ inline void row_reward(const Rules& rules, const Beam& beam, int r, const Reward
   }
 }
 
-// The piece reward rule (eq. 10), added to the rows' log-probs for the ranking; under a
-// template, a piece it holds rewards only its next token, once the gap before it holds a free
-// token (search.py's rule).
-inline void add_step_reward(const Rules& rules, const Beam& beam,
-                            const std::vector<int>& row_sentences, float* log_probs, int step,
-                            StepReward& out, std::vector<double>& sums) {
-  const int vocab = rules.cfg.vocab;
+// The piece reward rule (eq. 10): per row, each token it rewards and lambda * reward as float32;
+// under a template, a piece it holds rewards only its next token, once the gap before it holds
+// a free token (search.py's rule).
+inline void step_rewards(const Rules& rules, const Beam& beam,
+                         const std::vector<int>& row_sentences, int step, StepReward& out,
+                         std::vector<double>& sums) {
   out.per_row.assign(rules.use_reward ? beam.rows() : 0, {});
   out.saved.clear();
   if (!rules.use_reward) return;
@@ -263,11 +269,21 @@ inline void add_step_reward(const Rules& rules, const Beam& beam,
     auto& row = out.per_row[r];
     for (size_t slot = 0; slot < sums.size(); ++slot) {
       if (sums[slot] == 0.0) continue;  // untouched, or summed to 0: no reward
-      const float value = static_cast<float>(sums[slot] * rules.cfg.lam);
-      const int token = table->rewarded()[slot];
-      row.emplace_back(token, value);
-      float& cell = log_probs[static_cast<size_t>(r) * vocab + token];
-      out.saved.emplace_back(static_cast<int>(static_cast<size_t>(r) * vocab + token), cell);
+      row.emplace_back(table->rewarded()[slot], static_cast<float>(sums[slot] * rules.cfg.lam));
+    }
+  }
+}
+
+// The step's rewards added to the rows' log-probs for the ranking (`ranked` takes them off).
+inline void add_step_reward(const Rules& rules, const Beam& beam,
+                            const std::vector<int>& row_sentences, float* log_probs, int step,
+                            StepReward& out, std::vector<double>& sums) {
+  step_rewards(rules, beam, row_sentences, step, out, sums);
+  const size_t vocab = static_cast<size_t>(rules.cfg.vocab);
+  for (size_t r = 0; r < out.per_row.size(); ++r) {
+    for (const auto& [token, value] : out.per_row[r]) {
+      float& cell = log_probs[r * vocab + token];
+      out.saved.emplace_back(static_cast<int>(r * vocab + token), cell);
       cell += value;
     }
   }
@@ -446,13 +462,11 @@ inline std::vector<std::vector<Closed>> run_search(StepProvider& provider, int b
                                                    const std::vector<const Template*>& templates) {
   const Rules rules(cfg, caps, rewards, prefixes, templates);
   Beam beam(batch, cfg.start_id, rules.use_templates);
-  int longest = 0;
-  for (int c : caps) longest = std::max(longest, c);
+  const int longest = caps.empty() ? 0 : *std::max_element(caps.begin(), caps.end());
   StepReward reward;
   std::vector<double> sums;
   for (int step = 0; step < longest; ++step) {
-    std::vector<int> row_sentences(beam.rows());
-    for (int r = 0; r < beam.rows(); ++r) row_sentences[r] = beam.live[r / beam.rows_per];
+    const std::vector<int> row_sentences = beam.row_sentences();
     float* log_probs = provider.step(step == 0 ? nullptr : beam.parents.data(), row_sentences,
                                      beam.last_ids, step < cfg.min_length);
     mask_rules(rules, beam, row_sentences, log_probs, step);
@@ -532,24 +546,11 @@ inline void state_rules(const Rules& rules, const Beam& beam, const std::vector<
       rules.utf8.row_rule(beam.sequences[r], step + 1 == rules.caps[sentence], request.utf8_mode[r],
                           request.utf8_low[r], request.utf8_high[r]);
   }
-  reward.per_row.assign(rules.use_reward ? rows : 0, {});
-  reward.saved.clear();
+  step_rewards(rules, beam, row_sentences, step, reward, sums);
   request.reward_keys.clear();
   request.reward_values.clear();
-  if (!rules.use_reward) return;
-  for (int r = 0; r < rows; ++r) {
-    const int sentence = row_sentences[r];
-    const RewardTable* table = rules.rewards[sentence];
-    if (!table) continue;
-    const Template* shape = rules.use_templates && rules.after_prefix(sentence, step)
-                                ? rules.templates[sentence]
-                                : nullptr;
-    row_reward(rules, beam, r, *table, shape, sums);
-    for (size_t slot = 0; slot < sums.size(); ++slot) {
-      if (sums[slot] == 0.0) continue;
-      const float value = static_cast<float>(sums[slot] * rules.cfg.lam);
-      const int token = table->rewarded()[slot];
-      reward.per_row[r].emplace_back(token, value);
+  for (size_t r = 0; r < reward.per_row.size(); ++r) {
+    for (const auto& [token, value] : reward.per_row[r]) {
       request.reward_keys.push_back(static_cast<int64_t>(r) * vocab + token);
       request.reward_values.push_back(value);
     }
@@ -564,14 +565,12 @@ inline std::vector<std::vector<Closed>> run_search_ranked(
     const std::vector<const Template*>& templates) {
   const Rules rules(cfg, caps, rewards, prefixes, templates);
   Beam beam(batch, cfg.start_id, rules.use_templates);
-  int longest = 0;
-  for (int c : caps) longest = std::max(longest, c);
+  const int longest = caps.empty() ? 0 : *std::max_element(caps.begin(), caps.end());
   StepReward reward;
   std::vector<double> sums;
   StepRequest request;
   for (int step = 0; step < longest; ++step) {
-    std::vector<int> row_sentences(beam.rows());
-    for (int r = 0; r < beam.rows(); ++r) row_sentences[r] = beam.live[r / beam.rows_per];
+    const std::vector<int> row_sentences = beam.row_sentences();
     state_rules(rules, beam, row_sentences, step, reward, sums, request);
     RankedStep found = provider.rank(step == 0 ? nullptr : beam.parents.data(), row_sentences,
                                      beam.last_ids, step < cfg.min_length, request);
