@@ -395,6 +395,10 @@ def _constraint_message(error: ValidationError, subject: str) -> str:
         return f"{subject} must be {side} {bound}, not {value}"
     if keyword in ("minLength", "minItems") and bound == 1:
         return f"{subject} must not be empty"
+    if keyword == "minItems":
+        return f"{subject} has {len(value)} items; it needs at least {bound}"
+    if keyword == "minLength":
+        return f"{subject} is {len(value)} characters long; it needs at least {bound}"
     if keyword == "maxLength":
         return f"{subject} is {len(value)} characters long; the limit is {bound}"
     if keyword == "maxItems":

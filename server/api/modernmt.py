@@ -112,27 +112,10 @@ def _principal() -> Principal:
     )
 
 
-def _text(args: dict[str, Any], name: str) -> str:
-    """A required, non-blank segment text within the segment-length limit."""
-    value = string_arg(args, name, required=True) or ""
-    limit = services().config.limits.max_segment_chars
-    if not value.strip():
-        raise InvalidInput(f"parameter '{name}' must not be blank", field=name)
-    if len(value) > limit:
-        raise InvalidInput(
-            f"parameter '{name}' is {len(value)} characters long; the limit is {limit}", field=name
-        )
-    return value
-
-
-def _tuid(args: dict[str, Any], required: bool = False) -> str | None:
+def _tuid(args: dict[str, Any]) -> str | None:
+    """The unit's id, as a string (the document takes a number for one too)."""
     value = args.get("tuid")
-    if isinstance(value, int) and not isinstance(value, bool):
-        value = str(value)
-    tuid = string_arg({"tuid": value}, "tuid", required=required)
-    if tuid is not None and len(tuid) > 255:
-        raise InvalidInput("parameter 'tuid' is longer than 255 characters", field="tuid")
-    return tuid
+    return None if value is None or value == "" else str(value)
 
 
 def _memory_refs(value: Any, field: str) -> list[int]:
@@ -293,11 +276,10 @@ def create_memory() -> Response:
     on ModernMT doing so). `external_id` is accepted and ignored."""
     principal = _principal()
     _require_all(principal)
-    args = request_arguments()
-    description = string_arg(args, "description") or ""
-    string_arg(args, "external_id")  # accepted and ignored, but a string
-    # the whole body is checked before an existing memory of that name is answered
-    name = check_memory_fields(string_arg(args, "name", required=True) or "", description)
+    # the whole body is checked (the document's ModernMTMemoryInput) before an existing memory
+    # of that name is answered
+    args = protocol_arguments(request_arguments())
+    name = check_memory_fields(args["name"], args.get("description") or "")
     svc = services()
     store = svc.store()
     try:
@@ -306,7 +288,7 @@ def create_memory() -> Response:
         pass
     source, target = model_pair(svc)
     try:
-        memory = store.create_memory(name, source, target, description)
+        memory = store.create_memory(name, source, target, args.get("description") or "")
     except Conflict:  # created by a concurrent request: answer with that one
         memory = store.get_memory(name)
     return _ok(_memory_json(memory))
@@ -425,13 +407,10 @@ def add_content(memory_id: str) -> Response:
         if request.method != "POST":
             raise InvalidInput("a TMX file is imported with POST", field="tmx")
         return _import_tmx(memory, _upload("tmx"))
-    args = request_arguments()
-    source = string_arg(args, "source", required=True) or ""
-    target = string_arg(args, "target", required=True) or ""
-    sentence, translation = _text(args, "sentence"), _text(args, "translation")
-    tuid = _tuid(args, required=request.method == "PUT")
-    _check_languages(memory, source, target, "this segment")
-    return _written(memory, [_record(sentence, translation, tuid, principal)], "api")
+    args = protocol_arguments(request_arguments())  # the document's ModernMTSegmentInput
+    _check_languages(memory, args["source"], args["target"], "this segment")
+    record = _record(args["sentence"], args["translation"], _tuid(args), principal)
+    return _written(memory, [record], "api")
 
 
 def _upload(field: str) -> bytes:
@@ -474,21 +453,21 @@ def add_glossary(memory_id: str) -> Response:
     principal = _principal()
     memory = _memory(memory_id, principal, "write")
     args = request_arguments()
-    kind = string_arg(args, "type", required=True)
-    if kind not in GLOSSARY_TYPES:
-        raise InvalidInput(
-            f"parameter 'type' must be one of {', '.join(GLOSSARY_TYPES)}", field="type"
-        )
-    if "csv" in request.files:
+    if "csv" in request.files:  # a file's form fields: the document cannot see the file
         if request.method != "POST":
             raise InvalidInput("a CSV glossary is imported with POST", field="csv")
+        kind = string_arg(args, "type", required=True)
+        if kind not in GLOSSARY_TYPES:
+            raise InvalidInput(
+                f"parameter 'type' must be one of {', '.join(GLOSSARY_TYPES)}", field="type"
+            )
         records = _glossary_csv(_upload("csv"), memory, kind, principal.name)
         return _written(memory, records, "glossary")
-    if "terms" not in args:
+    if "terms" not in args and not request.is_json:
         raise InvalidInput("missing parameter 'csv' (a file) or 'terms'", field="csv")
-    tuid = _tuid(args, required=request.method == "PUT")
-    source, target = _glossary_terms(args["terms"], memory, kind)
-    return _written(memory, [_record(source, target, tuid, principal)], "api")
+    args = protocol_arguments(args)  # the document's ModernMTGlossaryTerms
+    source, target = _glossary_terms(args["terms"], memory, args["type"])
+    return _written(memory, [_record(source, target, _tuid(args), principal)], "api")
 
 
 def _record(source: str, target: str, tuid: str | None, principal: Principal) -> SegmentRecord:

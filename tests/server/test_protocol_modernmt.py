@@ -219,13 +219,17 @@ def test_bad_input_changes_nothing(server, memories, keys) -> None:
     cases = [
         ("content", {**content, "source": "fr"}, "memory"),
         ("content", {**content, "target": "en"}, "memory"),
-        ("content", {**content, "source": "??"}, "language tag"),
-        ("content", {**content, "sentence": " "}, "blank"),
+        ("content", {**content, "source": "??"}, "BCP 47 tag"),
+        ("content", {**content, "sentence": " "}, "white space"),
         ("content", {k: v for k, v in content.items() if k != "translation"}, "translation"),
         ("content", {**content, "translation": 5}, "string"),
         ("content", {**content, "translation": "x" * 2001}, "limit"),
-        ("glossary", {"type": "unidirectional", "terms": [{"term": "a", "language": "en"}]}, "two"),
-        ("glossary", {"type": "both", "terms": []}, "type"),
+        (
+            "glossary",
+            {"type": "unidirectional", "terms": [{"term": "a", "language": "en"}]},
+            "at least 2",
+        ),
+        ("glossary", {"type": "both", "terms": [{"term": "a", "language": "en"}] * 2}, "type"),
     ]
     for route, body, says in cases:
         reply = requests.post(
