@@ -245,3 +245,18 @@ def test_a_padded_output_projection_gives_the_same_search(demo: Bundle, demo_tor
     assert [h[0].token_ids for h in got] == [h[0].token_ids for h in want]
     for a, b in zip(got, want, strict=True):
         assert a[0].score == pytest.approx(b[0].score, abs=1e-4)
+
+
+def test_searches_in_two_threads_do_not_share_fixed_buffers(demo: Bundle, demo_torch):
+    """Two decoding threads on one engine with fixed steps: a batch shape's buffers held by a
+    live search are not handed to the other, so each thread finds what it finds alone."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    fixed = TorchStepDecoder(demo.path, fixed_steps=True)
+    batches = [model_inputs(demo, WORDY), model_inputs(demo, WORDY[::-1])]
+    options = SearchOptions(beam_size=4, max_length=MAX_LENGTH, lam=0.0)
+    alone = [beam_search(demo_torch, batch, options) for batch in batches]
+    with ThreadPoolExecutor(2) as pool:
+        together = list(pool.map(lambda b: beam_search(fixed, b, options), batches * 3))
+    for got, want in zip(together, alone * 3, strict=True):
+        assert [h[0].token_ids for h in got] == [h[0].token_ids for h in want]

@@ -19,6 +19,7 @@ Needs the optional [torch] extra.
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -571,6 +572,7 @@ class TorchStepDecoder(TargetVocabulary):
         if self.fixed_steps and quantize:
             raise ModelError("fixed steps run the float linear layers, not int8 ones")
         self._fixed: OrderedDict[tuple[int, int, int], FixedDecoding] = OrderedDict()
+        self._fixed_lock = threading.Lock()  # decoding threads share the kept shapes
 
     @torch.inference_mode()
     def start(self, sources: Sequence[Sequence[str]]) -> _TorchState:
@@ -708,8 +710,7 @@ class TorchStepDecoder(TargetVocabulary):
         sentence) and the encoder's keys/values."""
         sentences = len(state.cross_sentences)
         time = padded_time(state.cross_keys[0].shape[2])
-        fixed = self._fixed_decoding(sentences, rows_per_sentence, time)
-        fixed.user = weakref.ref(state)
+        fixed = self._fixed_decoding(sentences, rows_per_sentence, time, state)
         fixed.load_cross(state.cross_keys, state.cross_values, state.cross_keep)
         fixed.start(state.cache.keys, state.cache.values)
         slot_of = np.full(int(state.cross_sentences.max()) + 1, -1, dtype=np.int64)
@@ -717,14 +718,19 @@ class TorchStepDecoder(TargetVocabulary):
         state.fixed, state.slot_of = fixed, slot_of
         state.physical = slot_of[state.cross_sentences] * rows_per_sentence
 
-    def _fixed_decoding(self, sentences: int, rows_per_sentence: int, time: int) -> FixedDecoding:
-        """A free FixedDecoding of this shape, kept for the next batch of the same shape (its
-        graphs are recorded once); a few shapes are kept, the oldest dropped."""
+    def _fixed_decoding(
+        self, sentences: int, rows_per_sentence: int, time: int, state: _TorchState
+    ) -> FixedDecoding:
+        """A FixedDecoding of this shape that no live search holds, now held by `state`'s;
+        kept for the next batch of the same shape (its graphs are recorded once); a few shapes
+        are kept, the oldest dropped."""
         key = (sentences, rows_per_sentence, time)
-        known = self._fixed.get(key)
-        if known is not None and (known.user is None or known.user() is None):
-            self._fixed.move_to_end(key)
-            return known
+        with self._fixed_lock:
+            known = self._fixed.get(key)
+            if known is not None and (known.user is None or known.user() is None):
+                self._fixed.move_to_end(key)
+                known.user = weakref.ref(state)
+                return known
         made = FixedDecoding(
             self.model,
             sentences,
@@ -735,8 +741,10 @@ class TorchStepDecoder(TargetVocabulary):
             self.device,
             self._end_id,
         )
-        if known is None:
-            self._fixed[key] = made
-            while len(self._fixed) > KEPT_SHAPES:
-                self._fixed.popitem(last=False)
+        made.user = weakref.ref(state)
+        with self._fixed_lock:
+            if key not in self._fixed:
+                self._fixed[key] = made
+                while len(self._fixed) > KEPT_SHAPES:
+                    self._fixed.popitem(last=False)
         return made

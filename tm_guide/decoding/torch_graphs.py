@@ -183,7 +183,8 @@ class FixedDecoding:
             self._call(source)
         torch.cuda.current_stream(self.device).wait_stream(stream)
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
+        # thread-local: another decoding thread's work on the GPU does not spoil the recording
+        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
             self.outs[source] = self._call(source)
         return graph
 
