@@ -23,8 +23,9 @@ thrown away. A request with a deadline is decoded at the first of these levels w
 end meets it: its own beam size, half of it, greedy (beam 1); where none does, it is not
 decoded at all (`tm-only`: the caller answers from the translation memory). The prediction is
 the work queued ahead plus its own, at the seconds per sentence measured for each beam size on
-this worker's own engine calls (nothing is degraded before the first measurement). A request
-still queued when its deadline comes is taken out of the queue and answered tm-only then.
+this worker's own engine calls (nothing is degraded before the first measurement, except a
+request whose deadline has passed before it reaches the decoder). A request still queued when
+its deadline comes is taken out of the queue and answered tm-only then.
 """
 
 from __future__ import annotations
@@ -160,9 +161,13 @@ class DecodeBatcher:
 
     def _fit(self, job: _Job, deadline: float) -> None:
         """Choose the job's level (under the lock): the widest beam whose predicted end meets
-        `deadline`, else tm-only."""
+        `deadline`, else tm-only (at once where the deadline has passed, whatever is known of
+        the speed)."""
         search = job.options.search
         now = time.perf_counter()
+        if now >= deadline:  # passed already (retrieval took it): nothing decoded would be read
+            job.degraded = "tm-only"
+            return
         ahead = (
             max(0.0, self._running_until - now)
             + sum(
