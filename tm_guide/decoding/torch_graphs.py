@@ -9,7 +9,8 @@ replays fixed shapes and fixed memory, so here:
   of a finished sentence are computed and not read), and each live row of the search has its
   physical row (slot of its sentence x beam + its place);
 - the key/value cache has a fixed capacity (doubled, and the graphs recorded again, when a
-  search runs past it), and the attention runs over all of it with the later steps masked;
+  search runs past it), row-major, and the attention runs over all of it with the later steps
+  masked;
 - the rows are reordered inside the step, from one buffer set into the other (two graphs, one
   per direction, replayed in turn);
 - the step number and the </s> mask are tensors written before each replay.
@@ -65,7 +66,7 @@ class FixedDecoding:
         self.step = torch.zeros(1, dtype=torch.long, device=device)
         self.first = torch.zeros(1, dtype=torch.bool, device=device)
         self.mask_end = torch.zeros(1, dtype=torch.bool, device=device)
-        shape = (capacity, rows, heads, head_dim)
+        shape = (rows, heads, capacity, head_dim)  # row-major (torch_step.decoder_step_fixed)
         # two buffer sets, keys then values per layer: a step reads one and writes the other
         self.sets = [
             [torch.zeros(shape, dtype=dtype, device=device) for _ in range(2 * layers)]
@@ -107,19 +108,19 @@ class FixedDecoding:
         first_rows = torch.arange(self.sentences, device=self.device) * self.rows_per_sentence
         for buffer, source in zip(self.sets[self.current], keys + values, strict=True):
             buffer.zero_()
-            buffer[0].index_copy_(0, first_rows, source[0])
+            buffer[:, :, 0].index_copy_(0, first_rows, source[0])
 
     def grow(self) -> None:
         """Double the capacity: the cache so far moves, the graphs are recorded again."""
         old = self.sets[self.current]
         self.capacity *= 2
-        shape = (self.capacity, self.rows, self.model.heads, self.model.head_dim)
+        shape = (self.rows, self.model.heads, self.capacity, self.model.head_dim)
         self.sets = [
             [torch.zeros(shape, dtype=self.dtype, device=self.device) for _ in old]
             for _ in range(2)
         ]
         for new, buffer in zip(self.sets[self.current], old, strict=True):
-            new[: buffer.shape[0]].copy_(buffer)
+            new[:, :, : buffer.shape[2]].copy_(buffer)
         self.graphs = [None, None]
         self.outs = [None, None]
 

