@@ -214,6 +214,32 @@ class Searched:
     alternatives: tuple[tuple[Alternative, Hypothesis], ...] = ()
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """What every batch of one search call shares: the options, the engine, the source
+    language, the target prefix (tokens and ids), the sentences' tokens and the search options
+    with the model's length bound."""
+
+    options: TranslateOptions
+    engine: str
+    source_lang: str | None
+    prefix: list[str]
+    prefix_ids: list[int]
+    sources: list[Sequence[str]]
+    search: SearchOptions
+
+
+@dataclass
+class _GuidedFound:
+    """The guided searches' results by sentence: its own best hypothesis, its alternatives'
+    (alternative, best), its decoding seconds, and the sentences no output was found for."""
+
+    hypotheses: dict[int, Hypothesis] = field(default_factory=dict)
+    alternatives: dict[int, list[tuple[Alternative, Hypothesis]]] = field(default_factory=dict)
+    decoding: dict[int, float] = field(default_factory=dict)
+    lost: set[int] = field(default_factory=set)
+
+
 class GuidedTranslator:
     """Loads engines lazily and answers translate(sentences, options)."""
 
@@ -394,13 +420,7 @@ class GuidedTranslator:
         native beam search of the others (and of all with return_unguided), in batches of
         similar length. The options must be those the sentences were prepared with, except for
         the pieces and memories (TranslateOptions.decoding())."""
-        engine = self.engine_name(options)
-        spec = engine_spec(engine)
-        source_lang, target_lang = options.languages or (None, None)
-        prefix = self.bundle.target_prefix(target_lang)
-        prefix_ids = [self.token_to_id[t] for t in prefix]
-        sources = [p.tokens for p in prepared]
-        clock = time.perf_counter
+        plan = self._plan(prepared, options)
         guided_ids = [
             i
             for i, p in enumerate(prepared)
@@ -415,88 +435,138 @@ class GuidedTranslator:
             jobs += [(i, alt) for i in choosing for alt in prepared[i].alternatives]
         else:
             choosing = []
-        job_sources = [sources[i] for i, _ in jobs]
-        hypotheses: dict[int, Hypothesis] = {}
-        found_alternatives: dict[int, list[tuple[Alternative, Hypothesis]]] = {}
-        decoding: dict[int, float] = {}
-        lost: set[int] = set()  # sentences whose guided search found no output
+        found = self._guided_jobs(plan, prepared, jobs)
+        wanted = native_ids + (guided_ids if options.return_unguided else [])
+        wanted = sorted(set(wanted) | set(choosing) | found.lost)
+        # a sentence choosing among candidates counts its native search as one of them
+        unguided = self._unguided_batches(plan, wanted, set(choosing), found.decoding)
+        return [
+            Searched(
+                found.hypotheses.get(i) or unguided.get(i),
+                i in found.hypotheses,
+                unguided.get(i),
+                found.decoding.get(i, 0.0),
+                plan.engine,
+                len(plan.prefix),
+                tuple(found.alternatives.get(i, ())),
+            )
+            for i in range(len(prepared))
+        ]
+
+    def _plan(self, prepared: Sequence[PreparedSentence], options: TranslateOptions) -> _Plan:
+        engine = self.engine_name(options)
+        source_lang, target_lang = options.languages or (None, None)
+        prefix = self.bundle.target_prefix(target_lang)
         search = options.search
-        # The model's position table bounds the output; CTranslate2 fails the batch past it.
-        search = replace(search, max_length=self.bundle.decoding_length(search.max_length))
-        for job_batch in _batches(list(range(len(jobs))), job_sources, options.engine.batch_size):
-            started = clock()
+        return _Plan(
+            options=options,
+            engine=engine,
+            source_lang=source_lang,
+            prefix=list(prefix),
+            prefix_ids=[self.token_to_id[t] for t in prefix],
+            sources=[p.tokens for p in prepared],
+            # The model's position table bounds the output; CTranslate2 fails the batch past it.
+            search=replace(search, max_length=self.bundle.decoding_length(search.max_length)),
+        )
+
+    def _guided_jobs(
+        self,
+        plan: _Plan,
+        prepared: Sequence[PreparedSentence],
+        jobs: Sequence[tuple[int, Alternative | None]],
+    ) -> _GuidedFound:
+        """Each job's guided search (a sentence's own, or one of its alternatives), in batches
+        of similar length, with each sentence's share of the decoding time."""
+        found = _GuidedFound()
+        job_sources = [plan.sources[i] for i, _ in jobs]
+        batch_size = plan.options.engine.batch_size
+        for job_batch in _batches(list(range(len(jobs))), job_sources, batch_size):
+            started = time.perf_counter()
             batch = [jobs[j][0] for j in job_batch]
             alts = [jobs[j][1] for j in job_batch]
-            inputs = [self.bundle.source_input(sources[i], source_lang) for i in batch]
-            batch_rewards = [
-                prepared[i].reward if alt is None else alt.reward
-                for i, alt in zip(batch, alts, strict=True)
-            ]
-            batch_templates = [
-                prepared[i].template if alt is None else alt.template
-                for i, alt in zip(batch, alts, strict=True)
-            ]
-            caps = [
-                min(search.max_length, len(prefix) + t.longest + 1) if t is not None else cap
-                for cap, t in zip(
-                    _output_caps(search, options, inputs, len(prefix)), batch_templates, strict=True
-                )
-            ]
-            if spec.reranks and not any(batch_templates):  # native n-best: one cap
-                found = rerank_search(
-                    self.bundle.translator,
-                    inputs,
-                    replace(search, max_length=max(caps)),
-                    batch_rewards,
-                    self.token_to_id,
-                    width=options.engine.rerank_width or None,
-                    prefixes=[prefix] * len(batch),
-                )
-            else:  # a template needs a step engine: a reranking engine's batch takes another's
-                found = beam_search(
-                    self.step_decoder(spec.stepper, options),
-                    inputs,
-                    search,
-                    batch_rewards,
-                    max_lengths=caps,
-                    prefixes=[prefix_ids] * len(batch),
-                    templates=batch_templates,
-                )
-            share = (clock() - started) / len(batch)
-            for i, alt, best in zip(batch, alts, found, strict=True):
-                decoding[i] = decoding.get(i, 0.0) + share
+            results = self._guided_batch(plan, prepared, batch, alts)
+            share = (time.perf_counter() - started) / len(batch)
+            for i, alt, best in zip(batch, alts, results, strict=True):
+                found.decoding[i] = found.decoding.get(i, 0.0) + share
                 if not best:  # no output the template allows: the native search answers
                     log.warning("a guided search found no output; the model's own is served")
-                    lost.add(i)
+                    found.lost.add(i)
                 elif alt is None:
-                    hypotheses[i] = best[0]
+                    found.hypotheses[i] = best[0]
                 else:
-                    found_alternatives.setdefault(i, []).append((alt, best[0]))
+                    found.alternatives.setdefault(i, []).append((alt, best[0]))
+        return found
+
+    def _guided_batch(
+        self,
+        plan: _Plan,
+        prepared: Sequence[PreparedSentence],
+        batch: Sequence[int],
+        alts: Sequence[Alternative | None],
+    ) -> list[list[Hypothesis]]:
+        """One batch's guided searches: rewards and templates of each sentence (or of its
+        alternative), each output capped by its source's length or its template's."""
+        search, options, spec = plan.search, plan.options, engine_spec(plan.engine)
+        inputs = [self.bundle.source_input(plan.sources[i], plan.source_lang) for i in batch]
+        rewards = [
+            prepared[i].reward if alt is None else alt.reward
+            for i, alt in zip(batch, alts, strict=True)
+        ]
+        templates = [
+            prepared[i].template if alt is None else alt.template
+            for i, alt in zip(batch, alts, strict=True)
+        ]
+        caps = [
+            min(search.max_length, len(plan.prefix) + t.longest + 1) if t is not None else cap
+            for cap, t in zip(
+                _output_caps(search, options, inputs, len(plan.prefix)), templates, strict=True
+            )
+        ]
+        if spec.reranks and not any(templates):  # native n-best: one cap
+            return rerank_search(
+                self.bundle.translator,
+                inputs,
+                replace(search, max_length=max(caps)),
+                rewards,
+                self.token_to_id,
+                width=options.engine.rerank_width or None,
+                prefixes=[plan.prefix] * len(batch),
+            )
+        # a template needs a step engine: a reranking engine's batch takes another's
+        return beam_search(
+            self.step_decoder(spec.stepper, options),
+            inputs,
+            search,
+            rewards,
+            max_lengths=caps,
+            prefixes=[plan.prefix_ids] * len(batch),
+            templates=templates,
+        )
+
+    def _unguided_batches(
+        self,
+        plan: _Plan,
+        wanted: Sequence[int],
+        timed_with_others: set[int],
+        decoding: dict[int, float],
+    ) -> dict[int, Hypothesis]:
+        """The unguided translations of `wanted`, in batches of similar length; a sentence's
+        share of the time is added to `decoding` where it has no guided search, or where the
+        native search is one of its candidates (`timed_with_others`)."""
         unguided: dict[int, Hypothesis] = {}
-        wanted_unguided = native_ids + (guided_ids if options.return_unguided else [])
-        wanted_unguided = sorted(set(wanted_unguided) | set(choosing) | lost)
-        timed_with_others = set(choosing)  # their native search is one of their candidates
-        for batch in _batches(sorted(wanted_unguided), sources, options.engine.batch_size):
-            started = clock()
-            inputs = [self.bundle.source_input(sources[i], source_lang) for i in batch]
-            native = self.unguided_search(inputs, search, options, engine, prefix, prefix_ids)
-            share = (clock() - started) / len(batch)
+        batch_size = plan.options.engine.batch_size
+        for batch in _batches(list(wanted), plan.sources, batch_size):
+            started = time.perf_counter()
+            inputs = [self.bundle.source_input(plan.sources[i], plan.source_lang) for i in batch]
+            native = self.unguided_search(
+                inputs, plan.search, plan.options, plan.engine, plan.prefix, plan.prefix_ids
+            )
+            share = (time.perf_counter() - started) / len(batch)
             for i, top in zip(batch, native, strict=True):
                 unguided[i] = top
                 if i in timed_with_others or i not in decoding:
                     decoding[i] = decoding.get(i, 0.0) + share
-        return [
-            Searched(
-                hypotheses.get(i) or unguided.get(i),
-                i in hypotheses,
-                unguided.get(i),
-                decoding.get(i, 0.0),
-                engine,
-                len(prefix),
-                tuple(found_alternatives.get(i, ())),
-            )
-            for i in range(len(prepared))
-        ]
+        return unguided
 
     def finish(
         self,
@@ -786,7 +856,7 @@ def _best_match(found: Any) -> Any:
     return best
 
 
-def _batches(ids: list[int], sources: list[list[str]], size: int) -> list[list[int]]:
+def _batches(ids: list[int], sources: Sequence[Sequence[str]], size: int) -> list[list[int]]:
     """Batches of similar source length (less padding), each at most `size` sentences."""
     ordered = sorted(ids, key=lambda i: len(sources[i]))
     return [ordered[k : k + size] for k in range(0, len(ordered), size)]
