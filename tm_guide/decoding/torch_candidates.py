@@ -152,7 +152,6 @@ def _template_allowed(rules: Uploaded, rows: int, vocab: int) -> torch.Tensor | 
 def select(log_probs: torch.Tensor, rules: Uploaded) -> Candidates:
     """The k best candidates of each sentence (search.top_candidates' result, on the device);
     `log_probs` [rows, vocab] (float32) is masked in place. One copy comes back to the host."""
-    rows, vocab = log_probs.shape
     apply_masks(log_probs, rules)
     flat = log_probs.view(-1)
     saved = None
