@@ -66,6 +66,7 @@ class StepMasks:
             if entry is None:
                 continue
             mask, table = entry
+            # without word marks a class rule allows every token or none (RowMask.apply)
             classes[row] = mask.classes if table is not None or mask.classes == 0 else ALL_CLASSES
             if table is not None and mask.classes not in (0, ALL_CLASSES):
                 marks_of_row[row] = _index_of(marks, table)
