@@ -50,6 +50,12 @@ def demo_torch(demo: Bundle) -> TorchStepDecoder:
     return TorchStepDecoder(demo.path)
 
 
+@pytest.fixture(scope="module")
+def demo_ranking(demo: Bundle) -> TorchStepDecoder:
+    """The same engine ranking on its device, as on a GPU (here the CPU)."""
+    return TorchStepDecoder(demo.path, rank_on_device=True)
+
+
 def _host_ranking(log_probs, masks_of_rows, utf8, utf8_rules, cum, keys, values, groups, k):  # type: ignore[no-untyped-def]
     """search.py's way: each row masked by its rules, the rewards added, top_candidates."""
     scores = log_probs.copy()
@@ -158,7 +164,7 @@ def _wordy_templates(bundle: Bundle, inputs):  # type: ignore[no-untyped-def]
 @pytest.mark.parametrize(("lam", "held"), [(0.0, False), (2.0, False), (2.0, True)])
 @pytest.mark.parametrize("search", ["python", "compiled"])
 def test_the_search_ranked_on_the_device_equals_the_search_ranked_on_the_host(
-    demo: Bundle, demo_torch: TorchStepDecoder, sentences, lam, held, search
+    demo: Bundle, demo_torch: TorchStepDecoder, demo_ranking, sentences, lam, held, search
 ) -> None:
     """The demo model (byte pieces: the UTF-8 rule at every step), sentences with and without
     templates of every kind, a forced prefix on some, pieces rewarded (with `held`: pieces the
@@ -183,11 +189,11 @@ def test_the_search_ranked_on_the_device_equals_the_search_ranked_on_the_host(
         )
         if search == "python":
             on_device = python_beam_search(
-                demo_torch, inputs, options, rewards, caps, prefixes, templates, on_device=True
+                demo_ranking, inputs, options, rewards, caps, prefixes, templates
             )
         else:
             closed = compiled.ranked_search(
-                demo_torch, inputs, options, rewards, caps, prefixes, templates
+                demo_ranking, inputs, options, rewards, caps, prefixes, templates
             )
             on_device = [_finalize(sentence, options) for sentence in closed]
         assert on_device == on_host, name

@@ -69,7 +69,7 @@ class StepMasks:
             # without word marks a class rule allows every token or none (RowMask.apply)
             classes[row] = mask.classes if table is not None or mask.classes == 0 else ALL_CLASSES
             if table is not None and mask.classes not in (0, ALL_CLASSES):
-                marks_of_row[row] = _index_of(marks, table)
+                marks_of_row[row] = table_index(marks, table)
             denies[row], allows[row] = mask.deny, mask.allow
         modes = np.zeros(rows, dtype=np.int64)
         low = np.zeros(rows, dtype=np.int64)
@@ -90,7 +90,7 @@ class StepMasks:
         )
 
 
-def _index_of(tables: list[np.ndarray], table: np.ndarray) -> int:
+def table_index(tables: list[np.ndarray], table: np.ndarray) -> int:
     """Where `table` is in `tables` (the same array, or an equal one), appended if new."""
     for i, known in enumerate(tables):
         if known is table or np.array_equal(known, table):

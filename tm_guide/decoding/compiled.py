@@ -13,7 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from tm_guide.decoding.candidates import CandidateRequest, CandidateStepDecoder, StepMasks
+from tm_guide.decoding.candidates import (
+    CandidateRequest,
+    CandidateStepDecoder,
+    StepMasks,
+    table_index,
+)
 from tm_guide.decoding.hypotheses import Closed
 from tm_guide.decoding.rewards import PieceReward
 from tm_guide.decoding.step import SearchOptions, SearchVocabulary, StepDecoder
@@ -201,11 +206,7 @@ def ranked_search(
     marks_of_sentence = np.zeros(len(sources), dtype=np.int64)
     for sentence, template in enumerate(shapes):
         if template is not None and template.continues is not None:
-            known = next((i for i, m in enumerate(marks) if m is template.continues), None)
-            if known is None:
-                marks.append(template.continues)
-                known = len(marks) - 1
-            marks_of_sentence[sentence] = known
+            marks_of_sentence[sentence] = table_index(marks, template.continues)
     utf8 = Utf8Rule.for_vocabulary(getattr(decoder, "byte_ids", None), decoder.vocab_size)
     state = decoder.start(sources)
 

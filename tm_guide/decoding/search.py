@@ -151,17 +151,16 @@ def python_beam_search(
     max_lengths: Sequence[int] | None = None,
     prefixes: Sequence[Sequence[int]] | None = None,
     templates: Sequence[TargetTemplate | None] | None = None,
-    on_device: bool = False,
 ) -> list[list[Hypothesis]]:
     """beam_search in Python: the reference that the compiled search is tested against, and
-    what runs where it was not built. `on_device`: rank on the engine's device even where it
-    would not (a CandidateStepDecoder on the CPU: how the tests hold the two ways equal)."""
+    what runs where it was not built. A decoder that ranks on its device is asked for
+    candidates, as beam_search asks it."""
     caps = _checked_caps(decoder, sources, options, rewards, max_lengths)
     if caps is None:
         return []
     forced = _checked_prefixes(prefixes, len(sources), decoder.vocab_size)
     shapes = _checked_templates(templates, len(sources), decoder, options)
-    return _search(decoder, sources, options, rewards, caps, forced, shapes, on_device)
+    return _search(decoder, sources, options, rewards, caps, forced, shapes)
 
 
 def _checked_prefixes(
@@ -306,7 +305,6 @@ def _search(
     caps: np.ndarray,
     prefixes: Sequence[Sequence[int]],
     templates: Sequence[TargetTemplate | None],
-    on_device: bool = False,
 ) -> list[list[Hypothesis]]:
     rules = _Rules(
         options,
@@ -321,9 +319,7 @@ def _search(
     state = decoder.start(sources)
     beam = _Beam.start(len(sources), decoder.start_id)
     ranker = (
-        decoder
-        if isinstance(decoder, CandidateStepDecoder) and (on_device or decoder.ranks_on_device)
-        else None
+        decoder if isinstance(decoder, CandidateStepDecoder) and decoder.ranks_on_device else None
     )
     for step in range(int(caps.max())):
         row_sentences = beam.row_sentences()
