@@ -738,7 +738,12 @@ class GuidedTranslator:
         """The sentences' unguided translations: where the engine decodes on a GPU (it ranks on
         its device), its own search at lambda 0, which is the native beam search rule for rule
         and keeps CTranslate2 off the GPU; else CTranslate2's, valid UTF-8 by _valid_utf8."""
-        decoder = self.step_decoder(engine_spec(engine).stepper, options)
+        stepper = engine_spec(engine).stepper
+        on_device = options.engine.rank_on_device or (
+            engine_spec(stepper).resolve_device(options.engine.device) != "cpu"
+        )
+        # on the CPU no engine is made only to be asked: CTranslate2 answers there
+        decoder = self.step_decoder(stepper, options) if on_device else None
         if isinstance(decoder, CandidateStepDecoder) and decoder.ranks_on_device:
             found = beam_search(
                 decoder,
