@@ -163,7 +163,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             timed("CTranslate2 CUDA float16, unguided", batch, native)
     if args.int8_bundle:
         _cpu_rows(args, inputs, rewards, guided, timed)
-    _checks(engines, inputs, rewards, guided, unguided, python_beam_search)
+    # the same float32 engine, every score copied to the host and ranked there
+    on_host = TorchStepDecoder(args.bundle, device=on, compute_type="float32", rank_on_device=False)
+    _checks(engines, on_host, inputs, rewards, guided, unguided, python_beam_search)
     _agreement(on, half_type, args.beam)
     for batch in (1, largest):
         _profile(half, inputs[:batch], rewards[:batch], guided)
@@ -264,19 +266,21 @@ def _ct2_cuda(
 
 def _checks(
     engines: dict[str, Any],
+    host_ranked: Any,
     inputs: Sequence[Sequence[str]],
     rewards: Sequence[Any],
     guided: Any,
     unguided: Any,
     python_beam_search: Callable[..., Any],
 ) -> None:
-    """Ranking on the GPU equals ranking on the host (float32, guided, 32 sentences); the
-    graphs' fixed steps against the dynamic steps; float16 against float32 at lambda 0."""
+    """Ranking on the GPU (the compiled search) equals ranking every score on the host
+    (search.py, `host_ranked`: the same float32 engine), guided, 32 sentences; the graphs'
+    fixed steps against the dynamic steps; float16 against float32 at lambda 0."""
     from tm_guide.decoding.search import beam_search
 
     full = engines["float32"]
     some = list(inputs[:32])
-    on_host = python_beam_search(full, some, guided, list(rewards[:32]))
+    on_host = python_beam_search(host_ranked, some, guided, list(rewards[:32]))
     on_device = beam_search(full, some, guided, list(rewards[:32]))
     print(f"check: guided search ranked on the GPU == ranked on the host: {on_host == on_device}")
     graphs = beam_search(engines["half"], list(inputs), unguided)
