@@ -28,26 +28,20 @@ sys.path.insert(0, str(REPO))
 
 from sacrebleu.metrics import BLEU, CHRF  # noqa: E402
 
-from tm_guide.evaluation.testset import read_tsv  # noqa: E402
 from tm_guide.pieces.choice import Candidate, ChoiceOptions, choose  # noqa: E402
 
 DATA = REPO / "bench" / "corpus" / "data"
-MODEL = REPO / "tm_guide" / "models" / "demo-en-de"
 KINDS = ("match", "repaired", "guided", "unguided")
 
 
 def collect(domain: str, floor: float, repair: str, batch: int) -> list[dict]:
     """Each dev sentence with a best match >= floor: its similarity, reference and candidates."""
+    from dev_memory import dev_memory
+
     from tm_guide.decoding.guidance import Guidance
     from tm_guide.decoding.guided import EngineOptions, GuidedTranslator, TranslateOptions
-    from tm_guide.evaluation.runner import open_tm
-    from tm_guide.model import Bundle
 
-    bundle = Bundle.load(MODEL)
-    folder = DATA / domain
-    dev = read_tsv(folder / "dev.tsv")
-    db = f"sqlite:///{folder / 'eval.sqlite'}"
-    with open_tm(str(folder / "tm.tsv"), db, bundle, progress=False) as (store, memory):
+    with dev_memory(domain) as (bundle, dev, store, memory):
         translator = GuidedTranslator(bundle, store)
         # the card's guidance, with the repair from the floor and every candidate scored
         guidance = Guidance.resolve(bundle.card, repair=repair, choice=ChoiceOptions(floor).spec)

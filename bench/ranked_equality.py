@@ -18,10 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-DATA = REPO / "bench" / "corpus" / "data"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -32,23 +29,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=32)
     args = parser.parse_args(argv)
 
-    from tm_guide.config import BUNDLED_MODEL
+    from dev_memory import dev_memory
+
     from tm_guide.decoding.guidance import Guidance
     from tm_guide.decoding.guided import EngineOptions, GuidedTranslator, TranslateOptions
-    from tm_guide.evaluation.runner import open_tm
-    from tm_guide.evaluation.testset import read_tsv
-    from tm_guide.model import Bundle
 
-    folder = DATA / args.domain
-    if not (folder / "dev.tsv").exists():
-        print(f"no dev set at {folder}: build it (bench/corpus/README.md)", file=sys.stderr)
-        return 2
-    bundle = Bundle.load(BUNDLED_MODEL)
-    dev = read_tsv(folder / "dev.tsv")
-    sources = list(dev.sources[: args.sentences or None])
-    with open_tm(
-        str(folder / "tm.tsv"), f"sqlite:///{folder / 'eval.sqlite'}", bundle, progress=False
-    ) as (store, memory):
+    with dev_memory(args.domain) as (bundle, dev, store, memory):
+        sources = list(dev.sources[: args.sentences or None])
         translator = GuidedTranslator(bundle, store)
         guidance = Guidance.resolve(bundle.card)
 

@@ -16,10 +16,7 @@ import argparse
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-DATA = REPO / "bench" / "corpus" / "data"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,24 +26,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="write here instead of standard output")
     args = parser.parse_args(argv)
 
-    from tm_guide.config import BUNDLED_MODEL
+    from dev_memory import dev_memory
+
     from tm_guide.decoding.guidance import Guidance
     from tm_guide.decoding.guided import GuidedTranslator, TranslateOptions
-    from tm_guide.evaluation.runner import open_tm
-    from tm_guide.evaluation.testset import read_tsv
-    from tm_guide.model import Bundle
 
-    folder = DATA / args.domain
-    if not (folder / "dev.tsv").exists():
-        print(f"no dev set at {folder}: build it (bench/corpus/README.md)", file=sys.stderr)
-        return 2
-    bundle = Bundle.load(BUNDLED_MODEL)
-    dev = read_tsv(folder / "dev.tsv")
-    sources, references = list(dev.sources), list(dev.references)
     blocks: list[str] = []
-    with open_tm(
-        str(folder / "tm.tsv"), f"sqlite:///{folder / 'eval.sqlite'}", bundle, progress=False
-    ) as (store, memory):
+    with dev_memory(args.domain) as (bundle, dev, store, memory):
+        sources, references = list(dev.sources), list(dev.references)
         translator = GuidedTranslator(bundle, store)
         options = Guidance.resolve(bundle.card).apply(TranslateOptions(memory_ids=(memory.id,)))
         for start in range(0, len(sources), 32):
