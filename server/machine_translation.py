@@ -57,10 +57,8 @@ class Translations:
     degraded: str | None = None
 
 
-class UnsupportedLanguage(InvalidInput):
+class UnsupportedLanguage(InvalidInput, code="unsupported_language"):
     """A language pair the model does not translate; each protocol says it its own way."""
-
-    code = "unsupported_language"
 
 
 def model_pair(services: Services) -> tuple[str, str]:

@@ -4,10 +4,21 @@ from __future__ import annotations
 
 
 class TMGuideError(Exception):
-    """Base class: a user-facing error with a message that says what is wrong and where."""
+    """Base class: a user-facing error with a message that says what is wrong and where.
+
+    A subclass states its HTTP status and error code in its class line, so that each kind of
+    error is one line to read: `class NotFound(TMGuideError, status=404, code="not_found")`.
+    """
 
     status: int = 500
     code: str = "internal_error"
+
+    def __init_subclass__(cls, *, status: int | None = None, code: str | None = None) -> None:
+        super().__init_subclass__()
+        if status is not None:
+            cls.status = status
+        if code is not None:
+            cls.code = code
 
     def __init__(self, message: str, *, field: str | None = None) -> None:
         super().__init__(message)
@@ -21,45 +32,36 @@ class TMGuideError(Exception):
         return body
 
 
-class InvalidInput(TMGuideError):
-    status = 400
-    code = "invalid_input"
+class InvalidInput(TMGuideError, status=400, code="invalid_input"):
+    """The request or a setting is malformed."""
 
 
-class Unauthorized(TMGuideError):
-    status = 401
-    code = "unauthorized"
+class Unauthorized(TMGuideError, status=401, code="unauthorized"):
+    """No key, or a key the server does not know."""
 
 
-class Forbidden(TMGuideError):
-    status = 403
-    code = "forbidden"
+class Forbidden(TMGuideError, status=403, code="forbidden"):
+    """The key is known but may not do this."""
 
 
-class NotFound(TMGuideError):
-    status = 404
-    code = "not_found"
+class NotFound(TMGuideError, status=404, code="not_found"):
+    """A memory, segment, glossary, job or route that does not exist."""
 
 
-class Conflict(TMGuideError):
-    status = 409
-    code = "conflict"
+class Conflict(TMGuideError, status=409, code="conflict"):
+    """The request contradicts what is stored (a name taken, a revision moved on)."""
 
 
-class PayloadTooLarge(TMGuideError):
-    status = 413
-    code = "payload_too_large"
+class PayloadTooLarge(TMGuideError, status=413, code="payload_too_large"):
+    """A text, batch or upload over its configured limit."""
 
 
-class Unprocessable(TMGuideError):
-    status = 422
-    code = "unprocessable"
+class Unprocessable(TMGuideError, status=422, code="unprocessable"):
+    """Well-formed input that cannot be used (an unreadable file, an unknown language)."""
 
 
-class ImportFormatError(Unprocessable):
+class ImportFormatError(Unprocessable, code="import_format_error"):
     """A malformed import file; the message names the file, line and what is wrong."""
-
-    code = "import_format_error"
 
     def __init__(self, path: str, line: int | None, what: str) -> None:
         where = f"{path}:{line}" if line is not None else path
@@ -68,12 +70,9 @@ class ImportFormatError(Unprocessable):
         self.line = line
 
 
-class RequestTimedOut(TMGuideError):
+class RequestTimedOut(TMGuideError, status=503, code="request_timeout"):
     """A request ran past the server's time limit and was cancelled in its thread (the
     watchdog raises it there, so it takes no arguments)."""
-
-    status = 503
-    code = "request_timeout"
 
     def __init__(self, message: str = "", *, field: str | None = None) -> None:
         super().__init__(
@@ -84,8 +83,5 @@ class RequestTimedOut(TMGuideError):
         )
 
 
-class ModelError(TMGuideError):
+class ModelError(TMGuideError, status=500, code="model_error"):
     """A missing, corrupted or mismatched model bundle."""
-
-    status = 500
-    code = "model_error"

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from tm_guide.decoding.rewards import PieceReward
+from tm_guide.decoding.step import SearchBatch, StepRows
 
 # German targets for the first three fixture sentences (score_batch comparisons)
 TARGETS = ["Datei speichern.", "Öffnen Sie das Menü Tabelle Zelle Text.", "Hilfe"]
@@ -17,6 +18,17 @@ TARGETS = ["Datei speichern.", "Öffnen Sie das Menü Tabelle Zelle Text.", "Hil
 
 def model_inputs(bundle, sentences):  # type: ignore[no-untyped-def]
     return [bundle.source_input(bundle.encode_source(s)) for s in sentences]
+
+
+def batch_of(inputs, rewards, caps, prefixes=None, templates=None):  # type: ignore[no-untyped-def]
+    """A SearchBatch for the compiled searches, which take it as search.py hands it over."""
+    return SearchBatch(
+        sources=inputs,
+        rewards=list(rewards),
+        caps=np.asarray(caps, dtype=np.int64),
+        prefixes=prefixes if prefixes is not None else [[] for _ in inputs],
+        templates=templates if templates is not None else [None] * len(inputs),
+    )
 
 
 def rewards_for(bundle, token_lists, score=0.7, clipped=False):  # type: ignore[no-untyped-def]
@@ -66,7 +78,9 @@ def teacher_forced(decoder, source, target_ids):  # type: ignore[no-untyped-def]
     state = decoder.start([source])
     previous, parents, scores = decoder.start_id, None, []
     for token in [*target_ids, decoder.end_id]:
-        log_probs = decoder.step(state, parents, np.array([0]), np.array([previous]), False)
+        log_probs = decoder.step(
+            state, StepRows(parents, np.array([0]), np.array([previous]), False)
+        )
         scores.append(float(log_probs[0, token]))
         previous, parents = token, np.array([0])
     return np.array(scores)

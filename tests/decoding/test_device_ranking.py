@@ -28,7 +28,7 @@ torch = pytest.importorskip("torch")
 from tm_guide.decoding.torch_candidates import DeviceTables, select, upload  # noqa: E402
 from tm_guide.decoding.torch_engine import TorchStepDecoder  # noqa: E402
 
-from .helpers import model_inputs, rewards_for, template_variants  # noqa: E402
+from .helpers import batch_of, model_inputs, rewards_for, template_variants  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
@@ -193,7 +193,7 @@ def test_the_search_ranked_on_the_device_equals_the_search_ranked_on_the_host(
             )
         else:
             closed = compiled.ranked_search(
-                demo_ranking, inputs, options, rewards, caps, prefixes, templates
+                demo_ranking, batch_of(inputs, rewards, caps, prefixes, templates), options
             )
             on_device = [_finalize(sentence, options) for sentence in closed]
         assert on_device == on_host, name

@@ -12,7 +12,7 @@ from tm_guide.decoding.search import SearchOptions, _finalize, beam_search, pyth
 from tm_guide.errors import ModelError
 from tm_guide.model import Bundle
 
-from .helpers import TARGETS, int8_gaps, model_inputs, rewards_for
+from .helpers import TARGETS, batch_of, int8_gaps, model_inputs, rewards_for
 
 pytestmark = pytest.mark.skipif(
     not compiled.available(), reason="the fused engine was not built (no C++ compiler)"
@@ -62,7 +62,9 @@ def test_compiled_search_equals_search_py_on_the_same_log_probs(peaked_bundle, s
     decoder = CT2StepDecoder(bundle.translator, bundle.vocabularies.target)
     caps = [MAX_LENGTH - (i % 3) * 4 for i in range(len(inputs))]
     expected = python_beam_search(decoder, inputs, options, rewards, max_lengths=caps)
-    closed = compiled.compiled_search(decoder, inputs, options, rewards, caps, [[]] * len(inputs))
+    closed = compiled.compiled_search(
+        decoder, batch_of(inputs, rewards, caps, [[]] * len(inputs)), options
+    )
     found = [_finalize(sentence, options) for sentence in closed]
     assert found == expected
     if options.lam:
@@ -81,7 +83,9 @@ def test_compiled_search_equals_search_py_with_clipped_pieces(peaked_bundle, sen
     decoder = CT2StepDecoder(bundle.translator, bundle.vocabularies.target)
     caps = [MAX_LENGTH] * len(inputs)
     expected = python_beam_search(decoder, inputs, options, rewards, max_lengths=caps)
-    closed = compiled.compiled_search(decoder, inputs, options, rewards, caps, [[]] * len(inputs))
+    closed = compiled.compiled_search(
+        decoder, batch_of(inputs, rewards, caps, [[]] * len(inputs)), options
+    )
     assert [_finalize(sentence, options) for sentence in closed] == expected
     for table, best in zip(rewards, expected, strict=True):
         assert best[0].reward == pytest.approx(
@@ -102,7 +106,7 @@ def test_compiled_search_forces_target_prefixes_as_search_py_does(peaked_bundle,
     decoder = CT2StepDecoder(bundle.translator, bundle.vocabularies.target)
     caps = [MAX_LENGTH] * len(inputs)
     expected = python_beam_search(decoder, inputs, options, rewards, caps, prefixes)
-    closed = compiled.compiled_search(decoder, inputs, options, rewards, caps, prefixes)
+    closed = compiled.compiled_search(decoder, batch_of(inputs, rewards, caps, prefixes), options)
     assert [_finalize(sentence, options) for sentence in closed] == expected
     assert all(
         list(best[0].token_ids[: len(p)]) == p for best, p in zip(expected, prefixes, strict=True)

@@ -15,7 +15,7 @@ from tm_guide.decoding.template import CHARACTER, START, WORD, TargetTemplate
 from tm_guide.errors import InvalidInput
 from tm_guide.model import Bundle
 
-from .helpers import model_inputs, rewards_for, teacher_forced, template_variants
+from .helpers import batch_of, model_inputs, rewards_for, teacher_forced, template_variants
 
 MAX_LENGTH = 24
 END = 2
@@ -199,7 +199,9 @@ def test_compiled_search_follows_templates_as_search_py_does(peaked_bundle, sent
     )
     caps = [MAX_LENGTH] * len(inputs)
     expected = python_beam_search(decoder, inputs, options, rewards, caps, prefixes, templates)
-    closed = compiled.compiled_search(decoder, inputs, options, rewards, caps, prefixes, templates)
+    closed = compiled.compiled_search(
+        decoder, batch_of(inputs, rewards, caps, prefixes, templates), options
+    )
     assert [_finalize(sentence, options) for sentence in closed] == expected
     for template, prefix, best in zip(templates, prefixes, expected, strict=True):
         if template is not None:
@@ -249,7 +251,7 @@ def test_compiled_search_finishes_words_past_a_gap_as_search_py_does(lam):
     for name, templates in variants.items():
         expected = python_beam_search(decoder, inputs, options, rewards, caps, prefixes, templates)
         closed = compiled.compiled_search(
-            decoder, inputs, options, rewards, caps, prefixes, templates
+            decoder, batch_of(inputs, rewards, caps, prefixes, templates), options
         )
         assert [_finalize(sentence, options) for sentence in closed] == expected, name
         outputs[name] = [
@@ -316,7 +318,9 @@ def test_a_template_without_gaps_is_the_output_and_dead_rows_never_close(
         found = python_beam_search(decoder, inputs, options, templates=[template, None])
     else:
         closed = compiled.compiled_search(
-            decoder, inputs, options, [None, None], [MAX_LENGTH] * 2, [[], []], [template, None]
+            decoder,
+            batch_of(inputs, [None, None], [MAX_LENGTH] * 2, [[], []], [template, None]),
+            options,
         )
         found = [_finalize(sentence, options) for sentence in closed]
     assert [list(h.token_ids) for h in found[0]] == [target]  # the one output, no dead row
@@ -412,7 +416,7 @@ def test_held_pieces_reward_no_free_token_in_any_search(search):
         if which == "python":
             return python_beam_search(decoder, inputs, options, rewards, caps, None, templates)
         closed = compiled.compiled_search(
-            decoder, inputs, options, rewards, caps, [[]] * len(inputs), templates
+            decoder, batch_of(inputs, rewards, caps, [[]] * len(inputs), templates), options
         )
         return [_finalize(sentence, options) for sentence in closed]
 

@@ -20,7 +20,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from tm_guide.decoding.step import StepDecoder
+from tm_guide.decoding.step import StepDecoder, StepRows
 from tm_guide.decoding.template import ALL_CLASSES, RowMask
 from tm_guide.decoding.utf8 import Utf8Rule
 
@@ -145,13 +145,7 @@ class CandidateStepDecoder(StepDecoder, Protocol):
         ...
 
     def step_candidates(
-        self,
-        state: object,
-        parents: np.ndarray | None,
-        sentences: np.ndarray,
-        last_ids: np.ndarray,
-        mask_end: bool,
-        request: CandidateRequest,
+        self, state: object, rows: StepRows, request: CandidateRequest
     ) -> Candidates:
         """The step of StepDecoder.step, ranked on the device by `request`."""
         ...

@@ -21,7 +21,13 @@ from tm_guide.decoding.candidates import (
 )
 from tm_guide.decoding.hypotheses import Closed
 from tm_guide.decoding.rewards import PieceReward
-from tm_guide.decoding.step import SearchOptions, SearchVocabulary, StepDecoder
+from tm_guide.decoding.step import (
+    SearchBatch,
+    SearchOptions,
+    SearchVocabulary,
+    StepDecoder,
+    StepRows,
+)
 from tm_guide.decoding.template import TargetTemplate
 from tm_guide.decoding.utf8 import Utf8Rule
 from tm_guide.errors import ModelError
@@ -145,70 +151,48 @@ def closed_hypotheses(raw: _RawClosed) -> list[list[Closed]]:
 
 
 def compiled_search(
-    decoder: StepDecoder,
-    sources: Sequence[Sequence[str]],
-    options: SearchOptions,
-    rewards: Sequence[PieceReward | None],
-    caps: Sequence[int],
-    prefixes: Sequence[Sequence[int]],
-    templates: Sequence[TargetTemplate | None] | None = None,
+    decoder: StepDecoder, batch: SearchBatch, options: SearchOptions
 ) -> list[list[Closed]]:
     """The compiled search over another engine's steps (the tests hold it to search.py's)."""
-    state = decoder.start(sources)
+    state = decoder.start(batch.sources)
 
     def step(parents: Any, sentences: Any, last_ids: Any, mask_end: bool) -> np.ndarray:
-        return np.ascontiguousarray(
-            decoder.step(state, parents, sentences, last_ids, mask_end), dtype=np.float32
-        )
+        rows = StepRows(parents, sentences, last_ids, mask_end)
+        return np.ascontiguousarray(decoder.step(state, rows), dtype=np.float32)
 
-    closed = require_extension().search_with_steps(
-        step, *_arguments(decoder, sources, options, rewards, caps, prefixes, templates)
-    )
+    closed = require_extension().search_with_steps(step, *_arguments(decoder, batch, options))
     return closed_hypotheses(closed)
 
 
 def _arguments(
-    decoder: SearchVocabulary,
-    sources: Sequence[Sequence[str]],
-    options: SearchOptions,
-    rewards: Sequence[PieceReward | None],
-    caps: Sequence[int],
-    prefixes: Sequence[Sequence[int]],
-    templates: Sequence[TargetTemplate | None] | None,
+    decoder: SearchVocabulary, batch: SearchBatch, options: SearchOptions
 ) -> tuple[Any, ...]:
     """What the compiled search takes besides its step: the batch size, each sentence's cap,
     the options, reward tables, prefixes and templates in their compiled forms."""
     return (
-        len(sources),
-        [int(c) for c in caps],
+        len(batch),
+        [int(c) for c in batch.caps],
         search_config(decoder, options),
-        reward_tables(rewards, decoder.vocab_size),
-        [list(prefix) for prefix in prefixes],
-        template_objects(templates or [None] * len(sources), decoder.vocab_size, decoder.end_id),
+        reward_tables(batch.rewards, decoder.vocab_size),
+        [list(prefix) for prefix in batch.prefixes],
+        template_objects(batch.templates, decoder.vocab_size, decoder.end_id),
     )
 
 
 def ranked_search(
-    decoder: CandidateStepDecoder,
-    sources: Sequence[Sequence[str]],
-    options: SearchOptions,
-    rewards: Sequence[PieceReward | None],
-    caps: Sequence[int],
-    prefixes: Sequence[Sequence[int]],
-    templates: Sequence[TargetTemplate | None] | None = None,
+    decoder: CandidateStepDecoder, batch: SearchBatch, options: SearchOptions
 ) -> list[list[Closed]]:
     """The compiled search over an engine that ranks on its device: each step the search
     states its rules (masks, rewards, scores), the engine applies them there and sends back
     the candidates (tm_guide.decoding.candidates). The tests hold it to search.py's."""
-    shapes = list(templates or [None] * len(sources))
     # each sentence's word-mark table, as an index into the distinct ones
     marks: list[np.ndarray] = []
-    marks_of_sentence = np.zeros(len(sources), dtype=np.int64)
-    for sentence, template in enumerate(shapes):
+    marks_of_sentence = np.zeros(len(batch), dtype=np.int64)
+    for sentence, template in enumerate(batch.templates):
         if template is not None and template.continues is not None:
             marks_of_sentence[sentence] = table_index(marks, template.continues)
     utf8 = Utf8Rule.for_vocabulary(getattr(decoder, "byte_ids", None), decoder.vocab_size)
-    state = decoder.start(sources)
+    state = decoder.start(batch.sources)
 
     def rank(
         parents: Any, sentences: np.ndarray, last_ids: np.ndarray, mask_end: bool, request: Any
@@ -228,10 +212,7 @@ def ranked_search(
             )
         found = decoder.step_candidates(
             state,
-            parents,
-            sentences,
-            last_ids,
-            mask_end,
+            StepRows(parents, sentences, last_ids, mask_end),
             CandidateRequest(
                 k=request["k"],
                 groups=request["groups"],
@@ -243,7 +224,5 @@ def ranked_search(
         )
         return found.flat, found.totals, found.log_probs, found.first_column
 
-    closed = require_extension().search_with_ranker(
-        rank, *_arguments(decoder, sources, options, rewards, caps, prefixes, shapes)
-    )
+    closed = require_extension().search_with_ranker(rank, *_arguments(decoder, batch, options))
     return closed_hypotheses(closed)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tm_guide.decoding.search import log_softmax
+from tm_guide.decoding.step import StepRows
 from tm_guide.decoding.vocabulary import TargetVocabulary
 
 
@@ -46,15 +47,9 @@ class CT2StepDecoder(TargetVocabulary):
     def start(self, sources: Sequence[Sequence[str]]) -> _CT2State:
         return _CT2State(sources=[list(s) for s in sources], prefixes=[[] for _ in sources])
 
-    def step(
-        self,
-        state: object,
-        parents: np.ndarray | None,
-        sentences: np.ndarray,
-        last_ids: np.ndarray,
-        mask_end: bool,
-    ) -> np.ndarray:
+    def step(self, state: object, rows: StepRows) -> np.ndarray:
         assert isinstance(state, _CT2State)
+        parents, sentences, last_ids = rows.parents, rows.sentences, rows.last_ids
         if parents is None:
             prefixes: list[list[str]] = [[] for _ in sentences]
         else:
@@ -75,4 +70,4 @@ class CT2StepDecoder(TargetVocabulary):
             return_logits_vocab=True,
         )
         logits = np.stack([np.asarray(r.logits[0][-1], dtype=np.float32) for r in results])
-        return log_softmax(logits, self._end_id if mask_end else None)
+        return log_softmax(logits, self._end_id if rows.mask_end else None)

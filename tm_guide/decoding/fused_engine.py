@@ -34,9 +34,7 @@ from tm_guide.decoding.compiled import (
 )
 from tm_guide.decoding.hypotheses import Closed
 from tm_guide.decoding.model_file import CT2ModelFile, read_model_file
-from tm_guide.decoding.rewards import PieceReward
-from tm_guide.decoding.search import SearchOptions
-from tm_guide.decoding.template import TargetTemplate
+from tm_guide.decoding.search import SearchBatch, SearchOptions
 from tm_guide.decoding.transformer_spec import (
     SourceIds,
     check_supported,
@@ -74,28 +72,19 @@ class FusedDecoder(TargetVocabulary):
         self.max_target_positions = len(weights["decoder/positions"])
         self._model = fused.Model(config, weights)
 
-    def run_search(
-        self,
-        sources: Sequence[Sequence[str]],
-        options: SearchOptions,
-        rewards: Sequence[PieceReward | None],
-        caps: Sequence[int],
-        prefixes: Sequence[Sequence[int]],
-        templates: Sequence[TargetTemplate | None],
-    ) -> list[list[Closed]]:
+    def run_search(self, batch: SearchBatch, options: SearchOptions) -> list[list[Closed]]:
         """search.beam_search's closed hypotheses per sentence (it validates and finalizes)."""
-        ids = [self.sources.source_ids(tokens) for tokens in sources]
-        if not supports(rewards):
+        ids = [self.sources.source_ids(tokens) for tokens in batch.sources]
+        if not supports(batch.rewards):
             raise ModelError(f"the fused engine takes pieces of at most {MAX_PIECE_LENGTH} tokens")
-        tables = reward_tables(rewards, self.vocab_size)
         try:
             closed = self._model.search(
                 ids,
-                [int(c) for c in caps],
+                [int(c) for c in batch.caps],
                 search_config(self, options),
-                tables,
-                [list(prefix) for prefix in prefixes],
-                template_objects(templates, self.vocab_size, self.end_id),
+                reward_tables(batch.rewards, self.vocab_size),
+                [list(prefix) for prefix in batch.prefixes],
+                template_objects(batch.templates, self.vocab_size, self.end_id),
             )
         except ValueError as exc:  # the C++ checks of source and output length
             raise ModelError(str(exc)) from exc

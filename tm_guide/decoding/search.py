@@ -42,8 +42,10 @@ from tm_guide.decoding.hypotheses import Closed
 from tm_guide.decoding.rewards import Held, PieceReward
 
 # the search's options and step decoder are the search's public names (defined in step.py)
+from tm_guide.decoding.step import SearchBatch as SearchBatch
 from tm_guide.decoding.step import SearchOptions as SearchOptions
 from tm_guide.decoding.step import StepDecoder as StepDecoder
+from tm_guide.decoding.step import StepRows
 from tm_guide.decoding.template import START, RowMask, State, TargetTemplate
 from tm_guide.decoding.utf8 import Utf8Rule
 from tm_guide.errors import InvalidInput
@@ -59,15 +61,7 @@ class WholeSearchDecoder(Protocol):
     @property
     def end_id(self) -> int: ...
 
-    def run_search(
-        self,
-        sources: Sequence[Sequence[str]],
-        options: SearchOptions,
-        rewards: Sequence[PieceReward | None],
-        caps: Sequence[int],
-        prefixes: Sequence[Sequence[int]],
-        templates: Sequence[TargetTemplate | None],
-    ) -> list[list[Closed]]: ...
+    def run_search(self, batch: SearchBatch, options: SearchOptions) -> list[list[Closed]]: ...
 
 
 @dataclass(frozen=True)
@@ -119,28 +113,18 @@ def beam_search(
     the compiled search (tm_guide.decoding.compiled) runs where it was built, with the rules
     of python_beam_search below bit for bit (the tests hold it to them) and none of Python's
     per-step bookkeeping; else python_beam_search itself."""
-    caps = _checked_caps(decoder, sources, options, rewards, max_lengths)
-    if caps is None:
+    batch = _checked_batch(decoder, sources, options, rewards, max_lengths, prefixes, templates)
+    if batch is None:
         return []
-    tables = rewards if rewards is not None else [None] * len(sources)
-    forced = _checked_prefixes(prefixes, len(sources), decoder.vocab_size)
-    shapes = _checked_templates(templates, len(sources), decoder, options)
     if isinstance(decoder, WholeSearchDecoder):
-        found = decoder.run_search(sources, options, tables, caps.tolist(), forced, shapes)
-        return [_finalize(sentence, options) for sentence in found]
-    if isinstance(decoder, CandidateStepDecoder) and decoder.ranks_on_device:
-        if compiled.available() and compiled.supports(tables):
-            found = compiled.ranked_search(
-                decoder, sources, options, tables, caps.tolist(), forced, shapes
-            )
-            return [_finalize(sentence, options) for sentence in found]
-        return _search(decoder, sources, options, rewards, caps, forced, shapes)
-    if compiled.available() and compiled.supports(tables):
-        found = compiled.compiled_search(
-            decoder, sources, options, tables, caps.tolist(), forced, shapes
-        )
-        return [_finalize(sentence, options) for sentence in found]
-    return _search(decoder, sources, options, rewards, caps, forced, shapes)
+        found = decoder.run_search(batch, options)
+    elif not (compiled.available() and compiled.supports(batch.rewards)):
+        return _search(decoder, batch, options)
+    elif isinstance(decoder, CandidateStepDecoder) and decoder.ranks_on_device:
+        found = compiled.ranked_search(decoder, batch, options)
+    else:
+        found = compiled.compiled_search(decoder, batch, options)
+    return [_finalize(sentence, options) for sentence in found]
 
 
 def python_beam_search(
@@ -155,12 +139,32 @@ def python_beam_search(
     """beam_search in Python: the reference that the compiled search is tested against, and
     what runs where it was not built. A decoder that ranks on its device is asked for
     candidates, as beam_search asks it."""
-    caps = _checked_caps(decoder, sources, options, rewards, max_lengths)
-    if caps is None:
-        return []
-    forced = _checked_prefixes(prefixes, len(sources), decoder.vocab_size)
-    shapes = _checked_templates(templates, len(sources), decoder, options)
-    return _search(decoder, sources, options, rewards, caps, forced, shapes)
+    batch = _checked_batch(decoder, sources, options, rewards, max_lengths, prefixes, templates)
+    return [] if batch is None else _search(decoder, batch, options)
+
+
+def _checked_batch(
+    decoder: StepDecoder | WholeSearchDecoder,
+    sources: Sequence[Sequence[str]],
+    options: SearchOptions,
+    rewards: Sequence[PieceReward | None] | None,
+    max_lengths: Sequence[int] | None,
+    prefixes: Sequence[Sequence[int]] | None,
+    templates: Sequence[TargetTemplate | None] | None,
+) -> SearchBatch | None:
+    """The search's arguments checked and filled in per sentence; None for an empty batch."""
+    options.validate(decoder.vocab_size)
+    if not sources:
+        return None
+    if rewards is not None and len(rewards) != len(sources):
+        raise InvalidInput("one reward table per sentence is required", field="rewards")
+    return SearchBatch(
+        sources=sources,
+        rewards=list(rewards) if rewards is not None else [None] * len(sources),
+        caps=_sentence_caps(max_lengths, len(sources), options),
+        prefixes=_checked_prefixes(prefixes, len(sources), decoder.vocab_size),
+        templates=_checked_templates(templates, len(sources), decoder, options),
+    )
 
 
 def _checked_prefixes(
@@ -196,22 +200,6 @@ def _checked_templates(
     return list(templates)
 
 
-def _checked_caps(
-    decoder: StepDecoder | WholeSearchDecoder,
-    sources: Sequence[Sequence[str]],
-    options: SearchOptions,
-    rewards: Sequence[PieceReward | None] | None,
-    max_lengths: Sequence[int] | None,
-) -> np.ndarray | None:
-    """Each sentence's output cap, once the arguments are checked; None for an empty batch."""
-    options.validate(decoder.vocab_size)
-    if not sources:
-        return None
-    if rewards is not None and len(rewards) != len(sources):
-        raise InvalidInput("one reward table per sentence is required", field="rewards")
-    return _sentence_caps(max_lengths, len(sources), options)
-
-
 @dataclass(frozen=True)
 class _Rules:
     """What one search applies at every step, fixed for the whole search: the options, each
@@ -221,7 +209,7 @@ class _Rules:
     caps: np.ndarray
     prefixes: Sequence[Sequence[int]]
     templates: Sequence[TargetTemplate | None]
-    rewards: Sequence[PieceReward | None] | None
+    rewards: Sequence[PieceReward | None]
     utf8: Utf8Rule | None
     vocab_size: int
     end_id: int
@@ -233,7 +221,7 @@ class _Rules:
     track_used: bool = field(init=False)
 
     def __post_init__(self) -> None:
-        use_reward = self.rewards is not None and self.options.lam != 0 and any(self.rewards)
+        use_reward = self.options.lam != 0 and any(self.rewards)
         object.__setattr__(self, "use_reward", use_reward)
         object.__setattr__(self, "use_templates", any(t is not None for t in self.templates))
         object.__setattr__(self, "track_used", use_reward and not self.options.reward_repeats)
@@ -298,30 +286,24 @@ class _Picks:
 
 
 def _search(
-    decoder: StepDecoder,
-    sources: Sequence[Sequence[str]],
-    options: SearchOptions,
-    rewards: Sequence[PieceReward | None] | None,
-    caps: np.ndarray,
-    prefixes: Sequence[Sequence[int]],
-    templates: Sequence[TargetTemplate | None],
+    decoder: StepDecoder, batch: SearchBatch, options: SearchOptions
 ) -> list[list[Hypothesis]]:
     rules = _Rules(
         options,
-        caps,
-        prefixes,
-        templates,
-        rewards,
+        batch.caps,
+        batch.prefixes,
+        batch.templates,
+        batch.rewards,
         Utf8Rule.for_vocabulary(getattr(decoder, "byte_ids", None), decoder.vocab_size),
         decoder.vocab_size,
         decoder.end_id,
     )
-    state = decoder.start(sources)
-    beam = _Beam.start(len(sources), decoder.start_id)
+    state = decoder.start(batch.sources)
+    beam = _Beam.start(len(batch), decoder.start_id)
     ranker = (
         decoder if isinstance(decoder, CandidateStepDecoder) and decoder.ranks_on_device else None
     )
-    for step in range(int(caps.max())):
+    for step in range(int(batch.caps.max())):
         row_sentences = beam.row_sentences()
         if ranker is not None:
             scores = _ranked_on_device(ranker, state, rules, beam, row_sentences, step)
@@ -370,6 +352,10 @@ class _StepScores:
         return np.float32(self.log_probs_at(np.array([row]), np.array([token]))[0])
 
 
+def _rows(rules: _Rules, beam: _Beam, row_sentences: np.ndarray, step: int) -> StepRows:
+    return StepRows(beam.parents, row_sentences, beam.last_ids, step < rules.options.min_length)
+
+
 def _ranked_on_host(
     decoder: StepDecoder,
     state: object,
@@ -379,12 +365,7 @@ def _ranked_on_host(
     step: int,
 ) -> _StepScores:
     """Every score of the step to the host, the rules applied and the candidates ranked here."""
-    log_probs = np.asarray(
-        decoder.step(
-            state, beam.parents, row_sentences, beam.last_ids, step < rules.options.min_length
-        ),
-        dtype=np.float32,
-    )
+    log_probs = np.asarray(decoder.step(state, _rows(rules, beam, row_sentences, step)), np.float32)
     if rules.use_templates or rules.utf8 is not None:
         log_probs = log_probs.copy()  # the engine's buffer stays as it was
     _mask_rules(rules, beam, row_sentences, log_probs, step)
@@ -413,14 +394,7 @@ def _ranked_on_device(
         reward_keys=step_reward.keys if step_reward else np.zeros(0, dtype=np.int64),
         reward_values=step_reward.values if step_reward else np.zeros(0, dtype=np.float32),
     )
-    found = decoder.step_candidates(
-        state,
-        beam.parents,
-        row_sentences,
-        beam.last_ids,
-        step < rules.options.min_length,
-        request,
-    )
+    found = decoder.step_candidates(state, _rows(rules, beam, row_sentences, step), request)
     span = beam.rows_per_sentence * rules.vocab_size
     keys = (found.flat + (np.arange(len(beam.live)) * span)[:, None]).reshape(-1)
     order = np.argsort(keys, kind="stable")
@@ -483,7 +457,7 @@ def _reward_of_step(
 ) -> _SparseReward | None:
     """The piece reward rule (eq. 10): lambda times the scores of the pieces each candidate
     completes; a piece a template holds rewards only the template's next token."""
-    if not rules.use_reward or rules.rewards is None:
+    if not rules.use_reward:
         return None
     rewards = rules.rewards
     held: list[Held | None] | None = None
@@ -656,7 +630,7 @@ def _take(
             else beam.places[p]
             for p, t, c, sentence in zip(picks.rows, picks.ids, picks.counted, row_of, strict=True)
         ]
-    if rules.track_used and rules.rewards is not None:
+    if rules.track_used:
         tables = rules.rewards
         beam.used = [
             table.produced(beam.used[p], seq) if (table := tables[sentence]) else beam.used[p]

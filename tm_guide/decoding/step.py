@@ -9,11 +9,15 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from tm_guide.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from tm_guide.decoding.rewards import PieceReward
+    from tm_guide.decoding.template import TargetTemplate
 
 
 class SearchVocabulary(Protocol):
@@ -34,25 +38,47 @@ class StepDecoder(SearchVocabulary, Protocol):
         """Encode the source token lists (exactly as the model gets them) and return a state."""
         ...
 
-    def step(
-        self,
-        state: object,
-        parents: np.ndarray | None,
-        sentences: np.ndarray,
-        last_ids: np.ndarray,
-        mask_end: bool,
-    ) -> np.ndarray:
+    def step(self, state: object, rows: StepRows) -> np.ndarray:
         """Log-probabilities [rows, vocab] (float32) of the next token for each row.
 
-        With `mask_end`, </s> is masked before the softmax (the engine's minimum length rule).
-
-        Row i extends the previous step's row `parents[i]` (None on the first step, where row i
-        is the start of sentence i) by the token `last_ids[i]` (the start token on the first
-        step). `sentences[i]` is the index, in the batch given to start(), of the sentence of
-        row i; rows of one sentence are contiguous and every live sentence has as many rows.
-        Rows of a sentence that does not appear any more can be dropped from the state.
+        Rows of a sentence that does not appear in `rows` any more can be dropped from the
+        state.
         """
         ...
+
+
+@dataclass(frozen=True)
+class StepRows:
+    """The rows one decoder step extends.
+
+    Row i extends the previous step's row `parents[i]` (None on the first step, where row i is
+    the start of sentence i) by the token `last_ids[i]` (the start token on the first step).
+    `sentences[i]` is the index, in the batch given to start(), of the sentence of row i; rows
+    of one sentence are contiguous and every live sentence has as many rows. With `mask_end`,
+    </s> is masked before the softmax (the engine's minimum length rule).
+    """
+
+    parents: np.ndarray | None
+    sentences: np.ndarray
+    last_ids: np.ndarray
+    mask_end: bool
+
+
+@dataclass(frozen=True)
+class SearchBatch:
+    """One checked batch for a search, a value per sentence in each field: its source tokens
+    (as the model gets them), reward table (None: unguided), output cap, forced target prefix
+    and repair template (None: free). Every search and every engine that runs a whole search
+    takes it, so that the per-sentence inputs travel together and are checked once."""
+
+    sources: Sequence[Sequence[str]]
+    rewards: Sequence[PieceReward | None]
+    caps: np.ndarray
+    prefixes: Sequence[Sequence[int]]
+    templates: Sequence[TargetTemplate | None]
+
+    def __len__(self) -> int:
+        return len(self.sources)
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ import numpy as np
 
 from tm_guide.decoding.candidates import CandidateRequest, Candidates
 from tm_guide.decoding.model_file import CT2ModelFile, read_model_file
+from tm_guide.decoding.step import StepRows
 from tm_guide.decoding.torch_candidates import DeviceTables, select, upload
 from tm_guide.decoding.torch_graphs import (
     FIRST_CAPACITY,
@@ -611,44 +612,23 @@ class TorchStepDecoder(TargetVocabulary):
         return self._rank_on_device
 
     @torch.inference_mode()
-    def step(
-        self,
-        state: object,
-        parents: np.ndarray | None,
-        sentences: np.ndarray,
-        last_ids: np.ndarray,
-        mask_end: bool,
-    ) -> np.ndarray:
-        log_probs: np.ndarray = (
-            self._step_tensor(state, parents, sentences, last_ids, mask_end).cpu().numpy()
-        )
+    def step(self, state: object, rows: StepRows) -> np.ndarray:
+        log_probs: np.ndarray = self._step_tensor(state, rows).cpu().numpy()
         return log_probs
 
     @torch.inference_mode()
     def step_candidates(
-        self,
-        state: object,
-        parents: np.ndarray | None,
-        sentences: np.ndarray,
-        last_ids: np.ndarray,
-        mask_end: bool,
-        request: CandidateRequest,
+        self, state: object, rows: StepRows, request: CandidateRequest
     ) -> Candidates:
         rules = upload(request, self._tables, self.vocab_size)  # before the step is queued
-        log_probs = self._step_tensor(state, parents, sentences, last_ids, mask_end)
+        log_probs = self._step_tensor(state, rows)
         return select(log_probs, rules)
 
-    def _step_tensor(
-        self,
-        state: object,
-        parents: np.ndarray | None,
-        sentences: np.ndarray,
-        last_ids: np.ndarray,
-        mask_end: bool,
-    ) -> torch.Tensor:
+    def _step_tensor(self, state: object, rows: StepRows) -> torch.Tensor:
         assert isinstance(state, _TorchState)
+        parents, sentences, last_ids = rows.parents, rows.sentences, rows.last_ids
         if parents is not None and self.fixed_steps:
-            return self._fixed_step(state, parents, sentences, last_ids, mask_end)
+            return self._fixed_step(state, parents, rows)
         # rows of a sentence are contiguous and every live sentence has as many
         rows_per_sentence = int(np.count_nonzero(sentences == sentences[0]))
         live = np.asarray(sentences[::rows_per_sentence])
@@ -672,21 +652,15 @@ class TorchStepDecoder(TargetVocabulary):
             state.cross_keep,
             rows_per_sentence,
             end_id=self._end_id,
-            mask_end=mask_end,
+            mask_end=rows.mask_end,
         )
         state.step += 1
         return log_probs
 
-    def _fixed_step(
-        self,
-        state: _TorchState,
-        parents: np.ndarray,
-        sentences: np.ndarray,
-        last_ids: np.ndarray,
-        mask_end: bool,
-    ) -> torch.Tensor:
+    def _fixed_step(self, state: _TorchState, parents: np.ndarray, rows: StepRows) -> torch.Tensor:
         """A step after the first on the fixed buffers (torch_graphs): the live rows are
         placed on their physical rows, and their log-probabilities taken back out."""
+        sentences = rows.sentences
         rows_per_sentence = int(np.count_nonzero(sentences == sentences[0]))
         if state.fixed is None:
             self._enter_fixed(state, rows_per_sentence)
@@ -696,9 +670,11 @@ class TorchStepDecoder(TargetVocabulary):
         parents_of = np.arange(fixed.rows, dtype=np.int64)
         parents_of[physical] = before[np.asarray(parents, dtype=np.int64)]
         ids = np.zeros(fixed.rows, dtype=np.int64)
-        ids[physical] = last_ids
+        ids[physical] = rows.last_ids
         self.model.decoder.check_length(state.step + 1)
-        out = fixed.run(torch.from_numpy(ids), torch.from_numpy(parents_of), state.step, mask_end)
+        out = fixed.run(
+            torch.from_numpy(ids), torch.from_numpy(parents_of), state.step, rows.mask_end
+        )
         state.physical = physical
         state.step += 1
         if len(physical) == fixed.rows:
