@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from tm_guide.decoding import transformer_spec as spec
 from tm_guide.decoding.compiled import (
     MAX_PIECE_LENGTH,
     closed_hypotheses,
@@ -35,16 +36,6 @@ from tm_guide.decoding.compiled import (
 from tm_guide.decoding.hypotheses import Closed
 from tm_guide.decoding.model_file import CT2ModelFile, read_model_file
 from tm_guide.decoding.search import SearchBatch, SearchOptions
-from tm_guide.decoding.transformer_spec import (
-    SourceIds,
-    check_supported,
-    count_layers,
-    embedding_scale,
-    embeddings_key,
-    layer_norm_epsilon,
-    position_encodings,
-    start_token,
-)
 from tm_guide.decoding.vocabulary import TargetVocabulary
 from tm_guide.errors import ModelError
 
@@ -60,12 +51,12 @@ class FusedDecoder(TargetVocabulary):
             raise ModelError(f"the fused engine needs at least one thread, not {threads}")
         self.threads = threads
         model_file = read_model_file(Path(model_dir))
-        check_supported(model_file)
-        self.sources = SourceIds(model_file)
+        spec.check_supported(model_file)
+        self.sources = spec.SourceIds(model_file)
         super().__init__(
             model_file.target_vocabulary,
             model_file.config.get("eos_token", "</s>"),
-            start_token(model_file),
+            spec.start_token(model_file),
         )
         config, weights = model_arrays(model_file)
         self.max_source_positions = len(weights["encoder/positions"])
@@ -117,20 +108,22 @@ def model_arrays(model: CT2ModelFile) -> tuple[dict[str, Any], dict[str, np.ndar
             model.has("decoder/start_from_zero_embedding")
             and model.scalar("decoder/start_from_zero_embedding")
         ),
-        "eps": layer_norm_epsilon(model),
-        "encoder_layers": count_layers(model, "encoder"),
-        "decoder_layers": count_layers(model, "decoder"),
+        "eps": spec.layer_norm_epsilon(model),
+        "encoder_layers": spec.count_layers(model, "encoder"),
+        "decoder_layers": spec.count_layers(model, "decoder"),
     }
     if not config["encoder_layers"] or not config["decoder_layers"]:
         raise ModelError("model.bin has no encoder or decoder layers")
     if config["activation"] not in range(7):
         raise ModelError(f"activation code {config['activation']} is not supported")
     for scope in ("encoder", "decoder"):
-        table = np.ascontiguousarray(model.dequantized(f"{embeddings_key(model, scope)}/weight"))
+        table = np.ascontiguousarray(
+            model.dequantized(f"{spec.embeddings_key(model, scope)}/weight")
+        )
         depth = table.shape[1]
         weights[f"{scope}/embeddings"] = table
-        weights[f"{scope}/positions"] = position_encodings(model, scope, depth)
-        config[f"{scope}_embedding_scale"] = embedding_scale(model, scope, depth)
+        weights[f"{scope}/positions"] = spec.position_encodings(model, scope, depth)
+        config[f"{scope}_embedding_scale"] = spec.embedding_scale(model, scope, depth)
         config["depth"] = depth
     for name in model.variables:
         if name.endswith(("/gamma", "/beta")):

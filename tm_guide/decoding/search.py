@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -94,6 +95,8 @@ def beam_search(
     max_lengths: Sequence[int] | None = None,
     prefixes: Sequence[Sequence[int]] | None = None,
     templates: Sequence[TargetTemplate | None] | None = None,
+    *,
+    in_python: bool = False,
 ) -> list[list[Hypothesis]]:
     """Translate a batch; for each sentence the num_hypotheses best hypotheses, best first.
 
@@ -111,14 +114,16 @@ def beam_search(
     rules as a request at each step and sends back only the candidates (the compiled search
     where it was built, else this one's); over any other step decoder
     the compiled search (tm_guide.decoding.compiled) runs where it was built, with the rules
-    of python_beam_search below bit for bit (the tests hold it to them) and none of Python's
-    per-step bookkeeping; else python_beam_search itself."""
+    of this module's own search bit for bit (the tests hold it to them) and none of Python's
+    per-step bookkeeping; else, or `in_python`, this module's own search."""
     batch = _checked_batch(decoder, sources, options, rewards, max_lengths, prefixes, templates)
     if batch is None:
         return []
     if isinstance(decoder, WholeSearchDecoder):
+        if in_python:
+            raise TypeError(f"{type(decoder).__name__} has no steps: it runs its whole search")
         found = decoder.run_search(batch, options)
-    elif not (compiled.available() and compiled.supports(batch.rewards)):
+    elif in_python or not (compiled.available() and compiled.supports(batch.rewards)):
         return _search(decoder, batch, options)
     elif isinstance(decoder, CandidateStepDecoder) and decoder.ranks_on_device:
         found = compiled.ranked_search(decoder, batch, options)
@@ -127,20 +132,10 @@ def beam_search(
     return [_finalize(sentence, options) for sentence in found]
 
 
-def python_beam_search(
-    decoder: StepDecoder,
-    sources: Sequence[Sequence[str]],
-    options: SearchOptions,
-    rewards: Sequence[PieceReward | None] | None = None,
-    max_lengths: Sequence[int] | None = None,
-    prefixes: Sequence[Sequence[int]] | None = None,
-    templates: Sequence[TargetTemplate | None] | None = None,
-) -> list[list[Hypothesis]]:
-    """beam_search in Python: the reference that the compiled search is tested against, and
-    what runs where it was not built. A decoder that ranks on its device is asked for
-    candidates, as beam_search asks it."""
-    batch = _checked_batch(decoder, sources, options, rewards, max_lengths, prefixes, templates)
-    return [] if batch is None else _search(decoder, batch, options)
+# beam_search in Python: the reference that the compiled search is tested against, and what
+# runs where it was not built. A decoder that ranks on its device is asked for candidates, as
+# beam_search asks it.
+python_beam_search = partial(beam_search, in_python=True)
 
 
 def _checked_batch(

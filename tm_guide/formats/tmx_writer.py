@@ -69,33 +69,26 @@ def write_tmx(
     never leaves a half-written file under the final name.
     """
     chunks = _Chunks()
+    units = iter_tmx(
+        source_lang=source_lang,
+        target_lang=target_lang,
+        segments=segments,
+        tool=tool,
+        counter=chunks,
+        on_skip=on_skip,
+    )
     if isinstance(destination, str | os.PathLike):
         final = os.fspath(destination)
         partial = final + ".partial"
         try:
             with open(partial, "wb") as out:
-                for chunk in iter_tmx(
-                    source_lang=source_lang,
-                    target_lang=target_lang,
-                    segments=segments,
-                    tool=tool,
-                    counter=chunks,
-                    on_skip=on_skip,
-                ):
-                    out.write(chunk)
+                out.writelines(units)
             os.replace(partial, final)
         finally:
             if os.path.exists(partial):
                 os.unlink(partial)
     else:
-        for chunk in iter_tmx(
-            source_lang=source_lang,
-            target_lang=target_lang,
-            segments=segments,
-            tool=tool,
-            counter=chunks,
-            on_skip=on_skip,
-        ):
+        for chunk in units:
             destination.write(chunk)
     return chunks.units
 

@@ -155,6 +155,24 @@ std::vector<const T*> pointers(const std::vector<std::shared_ptr<T>>& items) {
   return out;
 }
 
+using Rewards = std::vector<std::shared_ptr<RewardTable>>;
+using Templates = std::vector<std::shared_ptr<Template>>;
+
+// `search` (run_search or run_search_ranked) over `provider` with the GIL released: what a
+// provider that calls Python needs, since it takes the GIL back for each call.
+template <typename Provider, typename Search>
+py::list search_released(Search search, Provider& provider, int batch, const std::vector<int>& caps,
+                         const SearchConfig& cfg, const Rewards& rewards,
+                         const std::vector<std::vector<int>>& prefixes,
+                         const Templates& templates) {
+  std::vector<std::vector<Closed>> closed;
+  {
+    py::gil_scoped_release release;
+    closed = search(provider, batch, caps, cfg, pointers(rewards), prefixes, pointers(templates));
+  }
+  return to_python(closed);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_fused, m) {
@@ -259,34 +277,22 @@ PYBIND11_MODULE(_fused, m) {
   m.def(
       "search_with_steps",
       [](py::function step, int batch, const std::vector<int>& caps, const SearchConfig& cfg,
-         const std::vector<std::shared_ptr<RewardTable>>& rewards,
-         const std::vector<std::vector<int>>& prefixes,
-         const std::vector<std::shared_ptr<Template>>& templates) {
+         const Rewards& rewards, const std::vector<std::vector<int>>& prefixes,
+         const Templates& templates) {
         PythonSteps provider(std::move(step), cfg.vocab);
-        std::vector<std::vector<Closed>> closed;
-        {
-          py::gil_scoped_release release;
-          closed = run_search(provider, batch, caps, cfg, pointers(rewards), prefixes,
-                              pointers(templates));
-        }
-        return to_python(closed);
+        return search_released(run_search, provider, batch, caps, cfg, rewards, prefixes,
+                               templates);
       },
       "The compiled search over a Python step function (parents, sentences, last_ids, "
       "mask_end) -> log-probabilities [rows, vocab].");
   m.def(
       "search_with_ranker",
       [](py::function rank, int batch, const std::vector<int>& caps, const SearchConfig& cfg,
-         const std::vector<std::shared_ptr<RewardTable>>& rewards,
-         const std::vector<std::vector<int>>& prefixes,
-         const std::vector<std::shared_ptr<Template>>& templates) {
+         const Rewards& rewards, const std::vector<std::vector<int>>& prefixes,
+         const Templates& templates) {
         PythonRanker provider(std::move(rank));
-        std::vector<std::vector<Closed>> closed;
-        {
-          py::gil_scoped_release release;
-          closed = run_search_ranked(provider, batch, caps, cfg, pointers(rewards), prefixes,
-                                     pointers(templates));
-        }
-        return to_python(closed);
+        return search_released(run_search_ranked, provider, batch, caps, cfg, rewards, prefixes,
+                               templates);
       },
       "The compiled search over an engine that ranks on its device: (parents, sentences, "
       "last_ids, mask_end, request) -> (flat [groups, k], totals, log-probs, first column).");

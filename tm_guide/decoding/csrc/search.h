@@ -454,32 +454,55 @@ inline void take(const Rules& rules, Beam& beam, const StepScores& scores, const
   beam.rows_per = width;
 }
 
+// What a search holds for its whole run: its rules, its beam, the longest cap, and the step's
+// reward buffers (reused from step to step).
+struct SearchRun {
+  const Rules rules;
+  Beam beam;
+  const int longest;
+  StepReward reward;
+  std::vector<double> sums;
+
+  SearchRun(int batch, const std::vector<int>& caps, const SearchConfig& cfg,
+            const std::vector<const RewardTable*>& rewards,
+            const std::vector<std::vector<int>>& prefixes,
+            const std::vector<const Template*>& templates)
+      : rules(cfg, caps, rewards, prefixes, templates),
+        beam(batch, cfg.start_id, rules.use_templates),
+        longest(caps.empty() ? 0 : *std::max_element(caps.begin(), caps.end())) {}
+
+  // Each live sentence's candidates (`tops`, one list per row group) kept, closed or dropped;
+  // false once no sentence is live.
+  bool advance(const StepScores& scores, const std::vector<std::vector<Candidate>>& tops,
+               int step) {
+    NextBeam next;
+    for (size_t g = 0; g < tops.size(); ++g)
+      advance_sentence(rules, beam, scores, reward, tops[g], static_cast<int>(g), step, next);
+    if (next.live.empty()) return false;
+    take(rules, beam, scores, reward, next);
+    return true;
+  }
+};
+
 inline std::vector<std::vector<Closed>> run_search(StepProvider& provider, int batch,
                                                    const std::vector<int>& caps,
                                                    const SearchConfig& cfg,
                                                    const std::vector<const RewardTable*>& rewards,
                                                    const std::vector<std::vector<int>>& prefixes,
                                                    const std::vector<const Template*>& templates) {
-  const Rules rules(cfg, caps, rewards, prefixes, templates);
-  Beam beam(batch, cfg.start_id, rules.use_templates);
-  const int longest = caps.empty() ? 0 : *std::max_element(caps.begin(), caps.end());
-  StepReward reward;
-  std::vector<double> sums;
-  for (int step = 0; step < longest; ++step) {
+  SearchRun run(batch, caps, cfg, rewards, prefixes, templates);
+  const Rules& rules = run.rules;
+  Beam& beam = run.beam;
+  for (int step = 0; step < run.longest; ++step) {
     const std::vector<int> row_sentences = beam.row_sentences();
     float* log_probs = provider.step(step == 0 ? nullptr : beam.parents.data(), row_sentences,
                                      beam.last_ids, step < cfg.min_length);
     mask_rules(rules, beam, row_sentences, log_probs, step);
-    add_step_reward(rules, beam, row_sentences, log_probs, step, reward, sums);
-    const auto tops = ranked(rules, beam, log_probs, reward);
+    add_step_reward(rules, beam, row_sentences, log_probs, step, run.reward, run.sums);
     StepScores scores;
     scores.dense = log_probs;
     scores.vocab = cfg.vocab;
-    NextBeam next;
-    for (size_t g = 0; g < tops.size(); ++g)
-      advance_sentence(rules, beam, scores, reward, tops[g], static_cast<int>(g), step, next);
-    if (next.live.empty()) break;
-    take(rules, beam, scores, reward, next);
+    if (!run.advance(scores, ranked(rules, beam, log_probs, run.reward), step)) break;
   }
   return beam.closed;
 }
@@ -563,15 +586,12 @@ inline std::vector<std::vector<Closed>> run_search_ranked(
     CandidateProvider& provider, int batch, const std::vector<int>& caps, const SearchConfig& cfg,
     const std::vector<const RewardTable*>& rewards, const std::vector<std::vector<int>>& prefixes,
     const std::vector<const Template*>& templates) {
-  const Rules rules(cfg, caps, rewards, prefixes, templates);
-  Beam beam(batch, cfg.start_id, rules.use_templates);
-  const int longest = caps.empty() ? 0 : *std::max_element(caps.begin(), caps.end());
-  StepReward reward;
-  std::vector<double> sums;
+  SearchRun run(batch, caps, cfg, rewards, prefixes, templates);
+  Beam& beam = run.beam;
   StepRequest request;
-  for (int step = 0; step < longest; ++step) {
+  for (int step = 0; step < run.longest; ++step) {
     const std::vector<int> row_sentences = beam.row_sentences();
-    state_rules(rules, beam, row_sentences, step, reward, sums, request);
+    state_rules(run.rules, beam, row_sentences, step, run.reward, run.sums, request);
     RankedStep found = provider.rank(step == 0 ? nullptr : beam.parents.data(), row_sentences,
                                      beam.last_ids, step < cfg.min_length, request);
     StepScores scores;
@@ -589,11 +609,7 @@ inline std::vector<std::vector<Closed>> run_search_ranked(
       scores.keys.push_back(key);
       scores.values.push_back(value);
     }
-    NextBeam next;
-    for (size_t g = 0; g < found.tops.size(); ++g)
-      advance_sentence(rules, beam, scores, reward, found.tops[g], static_cast<int>(g), step, next);
-    if (next.live.empty()) break;
-    take(rules, beam, scores, reward, next);
+    if (!run.advance(scores, found.tops, step)) break;
   }
   return beam.closed;
 }
