@@ -42,20 +42,28 @@ def test_a_header_of_language_codes(tmp_path: Path) -> None:
     assert rows(list(read_tsv(path, "en", "de"))) == [(None, "Hello", "Hallo", 2)]
 
 
-def test_wrong_field_count_names_file_and_line(tmp_path: Path) -> None:
-    path = write(tmp_path / "tm.tsv", "a\tb\nc\td\ne\tf\tg\n")
+@pytest.mark.parametrize(
+    ("content", "line", "message"),
+    [
+        (
+            b"a\tb\nc\td\ne\tf\tg\n",
+            3,
+            "tm.tsv:3: 3 tab-separated fields, but the file has 2 columns",
+        ),
+        (b"just one column\n", 1, "expected 2 (source, target) or 3"),
+        (b"a\tb\nc\t\xff\n", 2, "UTF-8"),
+    ],
+    ids=["wrong field count", "a single column", "invalid UTF-8"],
+)
+def test_a_malformed_file_is_refused_naming_its_line(
+    tmp_path: Path, content: bytes, line: int, message: str
+) -> None:
+    path = tmp_path / "tm.tsv"
+    path.write_bytes(content)
     with pytest.raises(ImportFormatError) as caught:
         list(read_tsv(path, "en", "de"))
-    assert caught.value.line == 3
-    assert "tm.tsv:3: 3 tab-separated fields, but the file has 2 columns" in str(caught.value)
-
-
-def test_a_single_column_file_is_refused(tmp_path: Path) -> None:
-    path = write(tmp_path / "tm.tsv", "just one column\n")
-    with pytest.raises(ImportFormatError) as caught:
-        list(read_tsv(path, "en", "de"))
-    assert caught.value.line == 1
-    assert "expected 2 (source, target) or 3" in str(caught.value)
+    assert caught.value.line == line
+    assert message in str(caught.value)
 
 
 def test_blank_lines_and_empty_sides_are_skipped_and_counted(tmp_path: Path) -> None:
@@ -63,15 +71,6 @@ def test_blank_lines_and_empty_sides_are_skipped_and_counted(tmp_path: Path) -> 
     reader = read_tsv(path, "en", "de")
     assert [r.source for r in reader] == ["a", "d"]
     assert reader.stats.skipped == {"blank lines": 2, "pairs with an empty side": 1}
-
-
-def test_invalid_utf8_names_the_line(tmp_path: Path) -> None:
-    path = tmp_path / "tm.tsv"
-    path.write_bytes(b"a\tb\nc\t\xff\n")
-    with pytest.raises(ImportFormatError) as caught:
-        list(read_tsv(path, "en", "de"))
-    assert caught.value.line == 2
-    assert "UTF-8" in str(caught.value)
 
 
 def test_aligned_files(tmp_path: Path) -> None:

@@ -299,11 +299,13 @@ def _search(
         decoder if isinstance(decoder, CandidateStepDecoder) and decoder.ranks_on_device else None
     )
     for step in range(int(batch.caps.max())):
-        row_sentences = beam.row_sentences()
+        rows = StepRows(
+            beam.parents, beam.row_sentences(), beam.last_ids, step < options.min_length
+        )
         if ranker is not None:
-            scores = _ranked_on_device(ranker, state, rules, beam, row_sentences, step)
+            scores = _ranked_on_device(ranker, state, rules, beam, rows, step)
         else:
-            scores = _ranked_on_host(decoder, state, rules, beam, row_sentences, step)
+            scores = _ranked_on_host(decoder.step(state, rows), rules, beam, rows.sentences, step)
         picks = _Picks([], [], [], [], [])
         for group, sentence in enumerate(beam.live.tolist()):
             _advance_sentence(rules, beam, scores, step, group, sentence, picks)
@@ -347,20 +349,12 @@ class _StepScores:
         return np.float32(self.log_probs_at(np.array([row]), np.array([token]))[0])
 
 
-def _rows(rules: _Rules, beam: _Beam, row_sentences: np.ndarray, step: int) -> StepRows:
-    return StepRows(beam.parents, row_sentences, beam.last_ids, step < rules.options.min_length)
-
-
 def _ranked_on_host(
-    decoder: StepDecoder,
-    state: object,
-    rules: _Rules,
-    beam: _Beam,
-    row_sentences: np.ndarray,
-    step: int,
+    step_scores: np.ndarray, rules: _Rules, beam: _Beam, row_sentences: np.ndarray, step: int
 ) -> _StepScores:
-    """Every score of the step to the host, the rules applied and the candidates ranked here."""
-    log_probs = np.asarray(decoder.step(state, _rows(rules, beam, row_sentences, step)), np.float32)
+    """Every score of the step (the engine's) on the host, the rules applied and the
+    candidates ranked here."""
+    log_probs = np.asarray(step_scores, np.float32)
     if rules.use_templates or rules.utf8 is not None:
         log_probs = log_probs.copy()  # the engine's buffer stays as it was
     _mask_rules(rules, beam, row_sentences, log_probs, step)
@@ -374,11 +368,12 @@ def _ranked_on_device(
     state: object,
     rules: _Rules,
     beam: _Beam,
-    row_sentences: np.ndarray,
+    rows: StepRows,
     step: int,
 ) -> _StepScores:
     """The same rules stated as a CandidateRequest, applied and ranked on the engine's device;
     only the candidates come back."""
+    row_sentences = rows.sentences
     step_reward = _reward_of_step(rules, beam, row_sentences, step)
     k = 2 * rules.options.beam_size
     request = CandidateRequest(
@@ -389,7 +384,7 @@ def _ranked_on_device(
         reward_keys=step_reward.keys if step_reward else np.zeros(0, dtype=np.int64),
         reward_values=step_reward.values if step_reward else np.zeros(0, dtype=np.float32),
     )
-    found = decoder.step_candidates(state, _rows(rules, beam, row_sentences, step), request)
+    found = decoder.step_candidates(state, rows, request)
     span = beam.rows_per_sentence * rules.vocab_size
     keys = (found.flat + (np.arange(len(beam.live)) * span)[:, None]).reshape(-1)
     order = np.argsort(keys, kind="stable")
