@@ -17,6 +17,7 @@ from tm_guide.decoding.ct2_engine import CT2StepDecoder
 from tm_guide.decoding.search import SearchOptions, beam_search
 from tm_guide.decoding.template import TargetTemplate
 from tm_guide.model import Bundle
+from tm_guide.pieces.code_words import absorb_code_words
 from tm_guide.pieces.collect import AlignedPair, compare
 from tm_guide.pieces.repair import RepairOptions, continuation_mask, match_template
 
@@ -57,6 +58,8 @@ def repair():  # type: ignore[no-untyped-def]
         ]
         pair = AlignedPair.build(1, source_tokens, target_tokens, token_links)
         query_tokens = bundle.encode_source(query)
+        # as PieceBuilder does: the code words the query changes are changed in the match first
+        pair = absorb_code_words(query_tokens, pair, bundle.encode_source, bundle.encode_target)
         shape = match_template(pair, compare(query_tokens, pair.source), RepairOptions(0.5))
         assert shape is not None
         template = TargetTemplate.from_tokens(
@@ -158,6 +161,15 @@ CASES = [
         "Select the text you want to delete.",
         "Wählen Sie den Text aus, den Sie löschen möchten.",
         id="a-gap-writes-the-changed-verb-not-only-its-subject",
+    ),
+    pytest.param(
+        # was "=AWERTIF(B2:B6;...)": the model wrote the function name's gap piece by piece
+        '=AVERAGEIFS(B2:B6;">=20")',
+        '=MITTELWERTWENNS(B2:B6;">=20")',
+        {(0, 0)},
+        '=AVERAGEIF(B2:B6;">=20")',
+        '=MITTELWERTWENN(B2:B6;">=20")',
+        id="a-function-name-loses-what-its-source-lost",
     ),
 ]
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from tm_guide.errors import InvalidInput
 from tm_guide.pieces.align import MemoryAligner
+from tm_guide.pieces.code_words import absorb_code_words
 from tm_guide.pieces.collect import (
     AlignedPair,
     PieceTable,
@@ -139,11 +140,23 @@ class PieceBuilder:
         analysed = clock()
 
         comparisons = [compare(tokens, pair.source) for pair in pairs]
+        # the matches with the code words the input changes changed too (code_words.py): what
+        # their pieces and the repair work from; the matches as stored are what is reported
+        absorbed = [
+            absorb_code_words(
+                tokens, pair, self.tokenizer.encode_source, self.tokenizer.encode_target
+            )
+            for pair in pairs
+        ]
+        taken = [
+            comparison if new is pair else compare(tokens, new.source)
+            for pair, new, comparison in zip(pairs, absorbed, comparisons, strict=True)
+        ]
         compared = clock()
 
         table = PieceTable()
-        for hit, pair, comparison in zip(hits, pairs, comparisons, strict=True):
-            counts = piece_counts(comparison, pair, options.max_n, options.min_similarity)
+        for hit, pair, comparison, used in zip(hits, absorbed, comparisons, taken, strict=True):
+            counts = piece_counts(used, pair, options.max_n, options.min_similarity)
             ngrams = set(counts)
             score = (
                 1.0 if options.binary_reward else options.weighting.weight(comparison.similarity)
@@ -162,7 +175,7 @@ class PieceBuilder:
             )
         best = max(range(len(pairs)), key=lambda i: comparisons[i].similarity, default=None)
         if best is not None and options.repair.applies(comparisons[best].similarity):
-            result.template = match_template(pairs[best], comparisons[best], options.repair)
+            result.template = match_template(absorbed[best], taken[best], options.repair)
         result.ngrams = table.scores
         result.provenance = table.provenance
         result.limits = table.limits

@@ -1,0 +1,102 @@
+"""Code words a close match takes over (tm_guide.pieces.code_words), with the demo model's own
+SentencePiece models: the edited pair, its alignment, and what the repair then keeps."""
+
+from __future__ import annotations
+
+import pytest
+
+from tm_guide.config import BUNDLED_MODEL
+from tm_guide.model import Bundle
+from tm_guide.pieces.code_words import absorb_code_words, transferred
+from tm_guide.pieces.collect import AlignedPair, compare
+from tm_guide.pieces.repair import RepairOptions, match_template
+
+
+@pytest.fixture(scope="module")
+def bundle() -> Bundle:
+    return Bundle.load(BUNDLED_MODEL, intra_threads=1)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "target", "expected"),
+    [
+        ("COPY", "MOVE", "COPY", "MOVE"),  # held as it is: the input's
+        ("C2", "B2", "C2", "B2"),
+        ("AVERAGEIFS", "AVERAGEIF", "MITTELWERTWENNS", "MITTELWERTWENN"),  # the same affix lost
+        ("WEEKNUM_OOO", "WEEKNUM", "KALENDERWOCHE_OOO", "KALENDERWOCHE"),
+        ("COUNT", "COUNTA", "ANZAHL", None),  # an affix added: ANZAHL2, not ANZAHLA
+        ("WEEKNUM", "ISOWEEKNUM", "KALENDERWOCHE", None),
+        ("AVERAGEIFS", "AVERAGE", "MITTELWERTWENNS", None),  # the target lacks "IFS"
+        ("VALUE", "ARABIC", "WERT", None),  # another word
+    ],
+)
+def test_a_code_word_changes_as_a_translator_would_change_it(
+    old: str, new: str, target: str, expected: str | None
+) -> None:
+    assert transferred(old, new, target) == expected
+
+
+def _pair(bundle: Bundle, source: str, target: str, links: list[tuple[str, str]]) -> AlignedPair:
+    """The pair encoded as memories are, each (source piece, target piece) of `links` aligned
+    (the first occurrence of each)."""
+    src, trg = bundle.encode_source(source), bundle.encode_target(target)
+    return AlignedPair.build(7, src, trg, [(src.index(s), trg.index(t)) for s, t in links])
+
+
+def test_a_changed_function_name_is_changed_in_the_match_and_kept(bundle: Bundle) -> None:
+    source = '=AVERAGEIFS(B2:B6;">=20")'
+    target = '=MITTELWERTWENNS(B2:B6;">=20")'
+    src, trg = bundle.encode_source(source), bundle.encode_target(target)
+    # each source piece aligned to the target piece at the same place from the end (the
+    # function names have other lengths, the rest is the same)
+    links = [(len(src) - k, len(trg) - k) for k in range(1, min(len(src), len(trg)) + 1)]
+    pair = AlignedPair.build(7, src, trg, links)
+    query = bundle.encode_source('=AVERAGEIF(B2:B6;">=20")')
+    absorbed = absorb_code_words(query, pair, bundle.encode_source, bundle.encode_target)
+    assert "".join(absorbed.source) == "".join(query)
+    assert "".join(absorbed.target).lstrip("\u2581") == '=MITTELWERTWENN(B2:B6;">=20")'
+    comparison = compare(query, absorbed.source)
+    assert comparison.similarity == 1.0
+    # the rest of the match keeps its alignment: the last pieces are linked as before
+    assert absorbed.target_links[-3:] == tuple(1 << (len(absorbed.source) - k) for k in (3, 2, 1))
+    template = match_template(absorbed, comparison, RepairOptions(0.5))
+    assert template is not None
+    assert "".join(template.tokens) == "".join(absorbed.target)
+    assert not any(template.gaps)
+
+
+def test_an_identifier_held_as_it_is_becomes_the_inputs(bundle: Bundle) -> None:
+    pair = _pair(
+        bundle,
+        "Run the COPY command.",
+        "Führen Sie den Befehl COPY aus.",
+        [("▁Run", "▁Führ"), ("▁command", "▁Befehl")],
+    )
+    query = bundle.encode_source("Run the MOVE command.")
+    before = compare(query, pair.source).similarity
+    absorbed = absorb_code_words(query, pair, bundle.encode_source, bundle.encode_target)
+    assert "".join(absorbed.target) == "▁Führen▁Sie▁den▁Befehl▁MOVE▁aus."
+    assert compare(query, absorbed.source).similarity > before
+    # "Run" and "command" keep their links, moved to where their pieces are now
+    run, command = absorbed.source.index("▁Run"), absorbed.source.index("▁command")
+    assert absorbed.target_links[absorbed.target.index("▁Führ")] == 1 << run
+    assert absorbed.target_links[absorbed.target.index("▁Befehl")] == 1 << command
+
+
+@pytest.mark.parametrize(
+    ("source", "target", "query"),
+    [
+        ("Run the COPY command.", "Führen Sie den Befehl COPY aus.", "Run the COPY command now."),
+        ("Open the file.", "Öffnen Sie die Datei.", "Open the PDF file."),  # no code word
+        # the input's word matches none of the match's: nothing pairs them
+        ("Use SUMIF here.", "Verwenden Sie hier SUMMEWENN.", "Use the FOO and BAR here."),
+        # paired, but the match cannot say what the new name is in German
+        ("Use WEEKNUM here.", "Verwenden Sie hier KALENDERWOCHE.", "Use ISOWEEKNUM here."),
+    ],
+)
+def test_a_match_without_a_changed_code_word_is_left_as_it_is(
+    bundle: Bundle, source: str, target: str, query: str
+) -> None:
+    pair = _pair(bundle, source, target, [])
+    encoded = bundle.encode_source(query)
+    assert absorb_code_words(encoded, pair, bundle.encode_source, bundle.encode_target) is pair

@@ -1,0 +1,203 @@
+"""Code words a close match takes over before it is compared: function names, constants, cell
+references and other words in capitals.
+
+A model writes such words badly: asked to fill the gap where "=MITTELWERTWENNS(" stood, for an
+input with AVERAGEIF instead of AVERAGEIFS, the demo model wrote "=AWERTIF(". A translator does
+not decode them; they copy them or edit them as the source was edited. So, before a match is
+compared with the input, each code word of its source that the input changes is changed in the
+match as well, on both sides, and then counts as unedited: the repair keeps it and Algorithm 1
+takes its pieces.
+- An identifier the target holds as it is (COPY, B2, PDF) becomes the input's.
+- A translated one loses what the source lost, when the target holds the same affix:
+  AVERAGEIFS -> AVERAGEIF makes MITTELWERTWENNS MITTELWERTWENN, WEEKNUM_OOO -> WEEKNUM makes
+  KALENDERWOCHE_OOO KALENDERWOCHE.
+- Any other change (an affix added, a word replaced) is left to the repair and the model: what
+  the target language calls ISOWEEKNUM is not in this match, but the memory may hold it
+  elsewhere ("ISOWEEKNUM" -> "ISOKALENDERWOCHE"), and its pieces guide the model to it; copying
+  the input's word would throw that away.
+
+The pair's tokens are encoded again from the edited text, and each new token takes the word
+alignment of the old tokens it covers, so the rest of the match is aligned as before.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from difflib import SequenceMatcher
+
+from tm_guide.pieces.collect import AlignedPair
+from tm_guide.pieces.tokenizer import SENTENCEPIECE_SPACE
+
+# a word in capitals (digits and underscores inside): not part of a longer word
+CODE_WORD = re.compile(r"(?<![^\W_])[A-Z][A-Z0-9_]*[A-Z0-9](?![^\W_])")
+# a shared core shorter than this (or than half the longer word) pairs no two words by content
+MIN_CORE = 3
+
+
+@dataclass(frozen=True)
+class _Word:
+    start: int
+    end: int
+    text: str
+
+
+def absorb_code_words(
+    query: Sequence[str],
+    pair: AlignedPair,
+    encode_source: Callable[[str], list[str]],
+    encode_target: Callable[[str], list[str]],
+) -> AlignedPair:
+    """`pair` with the code words of its source that `query` (tokens) changes changed on both
+    sides; `pair` itself where there are none, or where the edited text does not encode back to
+    the same characters."""
+    if not any(SENTENCEPIECE_SPACE in token for token in pair.source):
+        return pair  # whole-word tokens: the joined text has no word boundaries to go by
+    source_text, target_text = "".join(pair.source), "".join(pair.target)
+    source_words = _code_words(source_text)
+    if not source_words:
+        return pair
+    query_words = _code_words("".join(query))
+    target_words = _code_words(target_text)
+    source_edits: list[tuple[_Word, str]] = []
+    target_edits: list[tuple[_Word, str]] = []
+    for k, new in _changed(source_words, query_words):
+        old = source_words[k]
+        translation = _target_of(k, source_words, target_words)
+        if translation is None:
+            continue
+        changed = transferred(old.text, new, translation.text)
+        if changed is None:
+            continue
+        source_edits.append((old, new))
+        target_edits.append((translation, changed))
+    if not source_edits:
+        return pair
+    source, source_map = _encoded(pair.source, source_edits, encode_source)
+    target, target_map = _encoded(pair.target, target_edits, encode_target)
+    if source is None or target is None or source_map is None or target_map is None:
+        return pair
+    # the new source positions of each old one, then each new target token's links: those of
+    # the old tokens it covers, moved to the new source positions
+    moved: dict[int, int] = {}
+    for j, olds in enumerate(source_map):
+        for s in olds:
+            moved[s] = moved.get(s, 0) | 1 << j
+    links = []
+    for olds in target_map:
+        mask = 0
+        for t in olds:
+            bits = pair.target_links[t]
+            s = 0
+            while bits:
+                if bits & 1:
+                    mask |= moved.get(s, 0)
+                bits >>= 1
+                s += 1
+        links.append(mask)
+    return AlignedPair(pair.segment_id, tuple(source), tuple(target), tuple(links))
+
+
+def transferred(old: str, new: str, target: str) -> str | None:
+    """What `target` (the translation of the code word `old`) becomes when `old` becomes
+    `new`; None where the match cannot say (see the module's docstring)."""
+    if target == old:
+        return new
+    core = SequenceMatcher(None, old, new, autojunk=False).find_longest_match(
+        0, len(old), 0, len(new)
+    )
+    if _pairs_by_core(core.size, old, new):
+        before, after = old[: core.a], old[core.a + core.size :]
+        added = new[: core.b] + new[core.b + core.size :]
+        inner = len(target) - len(before) - len(after)
+        if not added and inner > 0 and target.startswith(before) and target.endswith(after):
+            return target[len(before) : len(target) - len(after)]
+    return None
+
+
+def _code_words(text: str) -> list[_Word]:
+    return [_Word(m.start(), m.end(), m.group()) for m in CODE_WORD.finditer(text)]
+
+
+def _pairs_by_core(size: int, a: str, b: str) -> bool:
+    return size >= MIN_CORE and 2 * size >= max(len(a), len(b))
+
+
+def _changed(source: list[_Word], query: list[_Word]) -> list[tuple[int, str]]:
+    """(index in `source`, the query's word) for each source code word the query changes: the
+    words in a replaced stretch of the two sequences, paired in order where the stretches are
+    as long, else each with the one it shares most of its letters with."""
+    a, b = [w.text for w in source], [w.text for w in query]
+    changed: list[tuple[int, str]] = []
+    for tag, i1, i2, j1, j2 in SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag != "replace":
+            continue
+        if i2 - i1 == j2 - j1:
+            changed += [(i, b[j]) for i, j in zip(range(i1, i2), range(j1, j2), strict=True)]
+            continue
+        free = set(range(j1, j2))
+        for i in range(i1, i2):
+            best, best_size = None, 0
+            for j in sorted(free):
+                size = (
+                    SequenceMatcher(None, a[i], b[j], autojunk=False)
+                    .find_longest_match(0, len(a[i]), 0, len(b[j]))
+                    .size
+                )
+                if _pairs_by_core(size, a[i], b[j]) and size > best_size:
+                    best, best_size = j, size
+            if best is not None:
+                free.discard(best)
+                changed.append((i, b[best]))
+    return changed
+
+
+def _target_of(k: int, source: list[_Word], target: list[_Word]) -> _Word | None:
+    """The target code word that translates source code word `k`: the one at the same place
+    where both sides hold as many, else the same word at the same occurrence where the target
+    holds it as often."""
+    if len(source) == len(target):
+        return target[k]
+    text = source[k].text
+    occurrence = sum(w.text == text for w in source[:k])
+    same = [w for w in target if w.text == text]
+    if len(same) != sum(w.text == text for w in source):
+        return None
+    return same[occurrence]
+
+
+def _encoded(
+    tokens: Sequence[str],
+    edits: list[tuple[_Word, str]],
+    encode: Callable[[str], list[str]],
+) -> tuple[list[str] | None, list[set[int]] | None]:
+    """The tokens of the joined `tokens` with `edits` applied, and for each new token the old
+    tokens whose characters it covers (all of a replaced word's, for a token inside it); (None,
+    None) where the encoder does not give back the edited characters."""
+    old = "".join(tokens)
+    owner: list[int] = [i for i, token in enumerate(tokens) for _ in token]
+    # each new character's old characters
+    origins: list[range] = []
+    text: list[str] = []
+    at = 0
+    for word, new in sorted(edits, key=lambda e: e[0].start):
+        if word.start < at:
+            return None, None
+        origins += [range(c, c + 1) for c in range(at, word.start)]
+        text.append(old[at : word.start])
+        origins += [range(word.start, word.end)] * len(new)
+        text.append(new)
+        at = word.end
+    origins += [range(c, c + 1) for c in range(at, len(old))]
+    text.append(old[at:])
+    edited = "".join(text)
+    encoded = encode(edited.replace(SENTENCEPIECE_SPACE, " ").strip())
+    if "".join(encoded) != edited:
+        return None, None
+    covered: list[set[int]] = []
+    c = 0
+    for token in encoded:
+        covered.append({owner[o] for char in range(c, c + len(token)) for o in origins[char]})
+        c += len(token)
+    return encoded, covered
