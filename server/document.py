@@ -380,6 +380,15 @@ def _message(error: ValidationError, where: str, *, query: bool) -> tuple[str, s
     return _constraint_message(error, subject), place
 
 
+# the size rules' messages: the value's size against the rule's bound
+_SIZE_MESSAGES = {
+    "minItems": "{subject} has {size} items; it needs at least {bound}",
+    "minLength": "{subject} is {size} characters long; it needs at least {bound}",
+    "maxLength": "{subject} is {size} characters long; the limit is {bound}",
+    "maxItems": "{subject} has {size} items; the limit is {bound}",
+}
+
+
 def _constraint_message(error: ValidationError, subject: str) -> str:
     schema, value, keyword, bound = (
         error.schema,
@@ -395,14 +404,8 @@ def _constraint_message(error: ValidationError, subject: str) -> str:
         return f"{subject} must be {side} {bound}, not {value}"
     if keyword in ("minLength", "minItems") and bound == 1:
         return f"{subject} must not be empty"
-    if keyword == "minItems":
-        return f"{subject} has {len(value)} items; it needs at least {bound}"
-    if keyword == "minLength":
-        return f"{subject} is {len(value)} characters long; it needs at least {bound}"
-    if keyword == "maxLength":
-        return f"{subject} is {len(value)} characters long; the limit is {bound}"
-    if keyword == "maxItems":
-        return f"{subject} has {len(value)} items; the limit is {bound}"
+    if keyword in _SIZE_MESSAGES:
+        return _SIZE_MESSAGES[keyword].format(subject=subject, size=len(value), bound=bound)
     if keyword == "uniqueItems":
         return f"{subject} holds the same item twice"
     if keyword == "enum":

@@ -13,6 +13,7 @@ registry's, not a table kept here.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from functools import lru_cache
 
 import langcodes
@@ -94,6 +95,15 @@ def match_rank(have: str, want: str) -> int | None:
     except InvalidInput:
         return None
     return None
+
+
+def best_match(haves: Sequence[str], want: str) -> int | None:
+    """The index of the tag of `haves` that serves `want` best (an exact one before one of the
+    same language and script, the first of equals); None when none serves it."""
+    ranked = [
+        (rank, i) for i, have in enumerate(haves) if (rank := match_rank(have, want)) is not None
+    ]
+    return min(ranked)[1] if ranked else None
 
 
 def matches(have: str, want: str) -> bool:

@@ -525,18 +525,14 @@ def _glossary_columns(tags: list[str], memory: Any, kind: str, where: str) -> tu
         )
     found = []
     for wanted in (memory.source_lang, memory.target_lang):
-        ranked = [
-            (rank, i)
-            for i, tag in enumerate(tags)
-            if (rank := languages.match_rank(tag, wanted)) is not None
-        ]
-        if not ranked:
+        column = languages.best_match(tags, wanted)
+        if column is None:
             raise InvalidInput(
                 f"{where}: no {wanted} column among {', '.join(tags)} (memory {memory.id} is "
                 f"{memory.source_lang}->{memory.target_lang})",
                 field=where,
             )
-        found.append(min(ranked)[1])
+        found.append(column)
     return found[0], found[1]
 
 

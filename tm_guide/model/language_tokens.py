@@ -45,15 +45,12 @@ def find_language_tokens(architecture: str, vocabulary: Iterable[str]) -> dict[s
 def token_for(tokens: Mapping[str, str], tag: str, field: str = "target_lang") -> str:
     """The model's token for language `tag`: the exact tag, else the same language and script
     (de-AT finds de_DE). InvalidInput naming the field when the model has none."""
-    ranked = [
-        (rank, token)
-        for token, have in tokens.items()
-        if (rank := languages.match_rank(have, tag)) is not None
-    ]
-    if not ranked:
+    names = sorted(tokens)
+    best = languages.best_match([tokens[name] for name in names], tag)
+    if best is None:
         raise InvalidInput(
             f"the model has no language token for {tag!r} "
-            f"(it knows {len(tokens)} languages, e.g. {', '.join(sorted(tokens)[:5])})",
+            f"(it knows {len(tokens)} languages, e.g. {', '.join(names[:5])})",
             field=field,
         )
-    return min(ranked)[1]
+    return names[best]
