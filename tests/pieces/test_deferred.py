@@ -22,11 +22,13 @@ def _recorder() -> tuple[dict[str, int], Any]:
     return seen, record
 
 
-def test_queued_segments_are_aligned_and_changes_meanwhile_are_counted(  # type: ignore[no-untyped-def]
-    store, gold_tokenizer, tmp_path: Path
-):
+@pytest.fixture
+def aligner(store, gold_tokenizer, tmp_path: Path) -> MemoryAligner:  # type: ignore[no-untyped-def]
+    return MemoryAligner(store, gold_tokenizer, AlignOptions(cache_dir=tmp_path / "priors"))
+
+
+def test_queued_segments_are_aligned_and_changes_meanwhile_are_counted(store, aligner):  # type: ignore[no-untyped-def]
     memory = store.get_memory("ui")
-    aligner = MemoryAligner(store, gold_tokenizer, AlignOptions(cache_dir=tmp_path / "priors"))
     seen, record = _recorder()
     deferred = DeferredAligner(aligner, DeferredOptions(linger_s=0.05), on_outcome=record)
     added = [
@@ -46,11 +48,8 @@ def test_queued_segments_are_aligned_and_changes_meanwhile_are_counted(  # type:
     assert deferred.pending() == 0
 
 
-def test_a_failing_run_loses_nothing_and_the_next_run_goes_on(  # type: ignore[no-untyped-def]
-    store, gold_tokenizer, tmp_path: Path
-):
+def test_a_failing_run_loses_nothing_and_the_next_run_goes_on(store, aligner):  # type: ignore[no-untyped-def]
     memory = store.get_memory("ui")
-    aligner = MemoryAligner(store, gold_tokenizer, AlignOptions(cache_dir=tmp_path / "priors"))
     seen, record = _recorder()
     deferred = DeferredAligner(aligner, DeferredOptions(linger_s=0), on_outcome=record)
     first = store.add_segment(memory, SegmentRecord("the broken house", "das kaputte Haus"))

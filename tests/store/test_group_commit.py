@@ -53,14 +53,24 @@ def _wait_queued(group: GroupCommit[str, str], key: int, count: int) -> None:
         time.sleep(0.001)
 
 
-def test_writes_queued_behind_a_commit_share_the_next_one() -> None:
+def _queued_behind_a_commit(
+    max_group: int, writes: Sequence[str]
+) -> tuple[_Recorder, GroupCommit[str, str], dict[str, object], list[threading.Thread]]:
+    """A group committer whose first write ("first", key 1) is held inside its commit, with
+    `writes` for key 1 queued behind it: the recorder (release it to go on), the committer,
+    each write's result and the writers' threads."""
     recorder = _Recorder()
-    group: GroupCommit[str, str] = GroupCommit(recorder, max_group=64)
+    group: GroupCommit[str, str] = GroupCommit(recorder, max_group=max_group)
     out: dict[str, object] = {}
     threads = [_start(group, 1, "first", out)]
     assert recorder.entered.wait(10)
-    threads += [_start(group, 1, f"w{i}", out) for i in range(5)]
-    _wait_queued(group, 1, 5)
+    threads += [_start(group, 1, w, out) for w in writes]
+    _wait_queued(group, 1, len(writes))
+    return recorder, group, out, threads
+
+
+def test_writes_queued_behind_a_commit_share_the_next_one() -> None:
+    recorder, _, out, threads = _queued_behind_a_commit(64, [f"w{i}" for i in range(5)])
     recorder.release.set()
     for thread in threads:
         thread.join(10)
@@ -70,13 +80,7 @@ def test_writes_queued_behind_a_commit_share_the_next_one() -> None:
 
 
 def test_max_group_bounds_a_commit_and_keys_do_not_mix() -> None:
-    recorder = _Recorder()
-    group: GroupCommit[str, str] = GroupCommit(recorder, max_group=2)
-    out: dict[str, object] = {}
-    threads = [_start(group, 1, "first", out)]
-    assert recorder.entered.wait(10)
-    threads += [_start(group, 1, f"w{i}", out) for i in range(5)]
-    _wait_queued(group, 1, 5)
+    recorder, group, out, threads = _queued_behind_a_commit(2, [f"w{i}" for i in range(5)])
     threads.append(_start(group, 2, "other", out))  # another memory does not wait for memory 1
     threads[-1].join(10)
     assert out["other"] == "OTHER"
@@ -89,13 +93,7 @@ def test_max_group_bounds_a_commit_and_keys_do_not_mix() -> None:
 
 
 def test_a_failing_write_fails_only_its_own_caller() -> None:
-    recorder = _Recorder()
-    group: GroupCommit[str, str] = GroupCommit(recorder, max_group=64)
-    out: dict[str, object] = {}
-    threads = [_start(group, 1, "first", out)]
-    assert recorder.entered.wait(10)
-    threads += [_start(group, 1, w, out) for w in ("a", "bad", "b")]
-    _wait_queued(group, 1, 3)
+    recorder, _, out, threads = _queued_behind_a_commit(64, ["a", "bad", "b"])
     recorder.release.set()
     for thread in threads:
         thread.join(10)
