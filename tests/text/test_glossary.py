@@ -42,3 +42,15 @@ def test_terms_apply_to_prose_not_to_code_or_non_translatables() -> None:
     assert glossary.terms_in("Copy the list") == [Term("copy", "Kopie"), Term("list", "Liste")]
     text = "see .git/objects, a_b and x=y"
     assert prose(text) == "see " + " " * len(".git/objects") + ",     and    "
+
+
+def test_a_quoted_literal_and_a_bracketed_option_are_code() -> None:
+    glossary = Glossary([("numeric", "Numerisch"), ("object", "Objekt"), ("save", "Sichern")])
+    assert glossary.terms_in('invalid digit in external "numeric" value') == []
+    assert glossary.terms_in("git commit-graph verify [--object-dir <dir>]") == []
+    # a quoted label is capitalised, and is prose
+    assert glossary.terms_in('Click "Save" to keep the object.') == [
+        Term("save", "Sichern"),
+        Term("object", "Objekt"),
+    ]
+    assert prose("a non-zero value, don't") == "a non-zero value, don't"

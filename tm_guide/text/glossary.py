@@ -60,10 +60,14 @@ class Glossary:
         return found
 
 
-# Words that are code, not prose, in software strings: options (--list, -v), dotted names and
-# file extensions (.changes, .git/objects), identifiers (snake_case, a=b, a/b) and words in
-# capitals (SQL keywords, constants, metavariables: COPY, TRUE, SIZE).
-_CODE = re.compile(r"(?<!\S)--?\w[\w-]*|[\w.]*\.\w[\w./-]*|\w*[_/=]\w[\w/=.-]*|\b[A-Z][A-Z0-9]+\b")
+# Words that are code, not prose, in software strings: options (--list, -v, [--all]), dotted
+# names and file extensions (.changes, .git/objects), identifiers (snake_case, a=b, a/b), words in
+# capitals (SQL keywords, constants, metavariables: COPY, TRUE, SIZE) and a quoted word in small
+# letters (a literal: type "numeric", value 'auto'; a quoted label is capitalised: "Save").
+_CODE = re.compile(
+    r"(?<![\w-])--?\w[\w-]*|[\w.]*\.\w[\w./-]*|\w*[_/=]\w[\w/=.-]*|\b[A-Z][A-Z0-9]+\b"
+    r"|(?<=[\"'`])[a-z][\w-]*(?=[\"'`])"
+)
 
 
 def code_spans(text: str) -> list[tuple[int, int]]:
