@@ -397,6 +397,20 @@ def _pause(ms: float) -> str:
     return f"{ms:g} ms mean pause" if ms else "back to back"
 
 
+def _round_phase(
+    options: BenchOptions, round_no: int, name: str, jobs: list[Any], status: int, think_ms: float
+) -> Any:
+    """One phase of a round: `jobs` from the options' clients, each expecting `status`."""
+    return run_phase(
+        name,
+        jobs,
+        options.clients,
+        status,
+        think_s=think_ms / 1000,
+        seed=options.seed + round_no,
+    )
+
+
 def bench(options: BenchOptions, variants: list[Variant], work: Path) -> int:
     running: list[Running] = []
     try:
@@ -417,25 +431,13 @@ def bench(options: BenchOptions, variants: list[Variant], work: Path) -> int:
                     )
                     for s, t in _share(server.adds, round_no, options.rounds)
                 ]
-                added = run_phase(
-                    "add",
-                    add_jobs,
-                    options.clients,
-                    201,
-                    think_s=options.add_think_ms / 1000,
-                    seed=options.seed + round_no,
-                )
+                added = _round_phase(options, round_no, "add", add_jobs, 201, options.add_think_ms)
                 suggest_jobs = [
                     partial(api.call, "POST", "/v1/suggest", {**suggest_body, "source": q})
                     for q in _share(server.queries, round_no, options.rounds)
                 ]
-                suggested = run_phase(
-                    "suggest",
-                    suggest_jobs,
-                    options.clients,
-                    200,
-                    think_s=options.think_ms / 1000,
-                    seed=options.seed + round_no,
+                suggested = _round_phase(
+                    options, round_no, "suggest", suggest_jobs, 200, options.think_ms
                 )
                 server.add_result = _merge(server.add_result, added)
                 server.suggest_result = _merge(server.suggest_result, suggested)

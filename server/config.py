@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from tm_guide.config import Settings
 from tm_guide.errors import InvalidInput
@@ -302,14 +304,24 @@ def _switch_env(name: str, default: bool) -> bool:
     raise InvalidInput(f"{name} must be on or off, not {raw!r}", field=name)
 
 
-def _int_env(name: str, default: int, minimum: int = 1) -> int:
+_N = TypeVar("_N", int, float)
+
+
+def _number_env(name: str, parse: Callable[[str], _N], what: str) -> _N | None:
+    """The variable read by `parse` (int or float); None where it is unset or blank."""
     raw = os.environ.get(name, "").strip()
     if not raw:
-        return default
+        return None
     try:
-        value = int(raw)
+        return parse(raw)
     except ValueError:
-        raise InvalidInput(f"{name} must be a whole number, not {raw!r}", field=name) from None
+        raise InvalidInput(f"{name} must be {what}, not {raw!r}", field=name) from None
+
+
+def _int_env(name: str, default: int, minimum: int = 1) -> int:
+    value = _number_env(name, int, "a whole number")
+    if value is None:
+        return default
     if value < minimum:
         raise InvalidInput(f"{name} must be at least {minimum}, not {value}", field=name)
     return value
@@ -322,13 +334,9 @@ def _optional_float_env(name: str, maximum: float) -> float | None:
 
 
 def _float_env(name: str, default: float, maximum: float = 1000) -> float:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
+    value = _number_env(name, float, "a number")
+    if value is None:
         return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise InvalidInput(f"{name} must be a number, not {raw!r}", field=name) from None
     if not 0 <= value <= maximum:
         raise InvalidInput(f"{name} must be between 0 and {maximum:g}, not {value}", field=name)
     return value

@@ -21,6 +21,24 @@ def test_limits_and_switches_come_from_the_environment(monkeypatch: pytest.Monke
     assert config.limits.max_batch_size == 8 and config.auth_enabled is False
 
 
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("TM_GUIDE_MAX_BATCH_SIZE", "eight", "TM_GUIDE_MAX_BATCH_SIZE must be a whole number, not"),
+        ("TM_GUIDE_MAX_BATCH_SIZE", "0", "TM_GUIDE_MAX_BATCH_SIZE must be at least 1, not 0"),
+        ("TM_GUIDE_BATCH_WAIT_MS", "soon", "TM_GUIDE_BATCH_WAIT_MS must be a number, not 'soon'"),
+        ("TM_GUIDE_BATCH_WAIT_MS", "-1", "TM_GUIDE_BATCH_WAIT_MS must be between 0 and"),
+    ],
+)
+def test_a_malformed_number_setting_is_refused_by_name(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str, message: str
+) -> None:
+    monkeypatch.setenv(name, value)
+    with pytest.raises(InvalidInput, match=message) as caught:
+        ServerConfig.from_env(Settings())
+    assert caught.value.field == name
+
+
 def test_micro_batching_settings_come_from_the_environment(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
