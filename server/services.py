@@ -9,6 +9,7 @@ call, so one store instance serves all threads of the worker.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from tm_guide.server.config import ServerConfig
@@ -32,101 +33,96 @@ class Services:
         # bounds the request threads collecting TM pieces at once (Compute.retrieval_slots)
         self.retrieval_slots = threading.BoundedSemaphore(slots) if slots else None
 
-    def store(self) -> Any:
-        if self._store is None:
+    def _once(self, name: str, make: Callable[[], Any]) -> Any:
+        """The resource kept in attribute `name`, made by `make` on first use. Under the lock,
+        so that concurrent first requests make it once; the lock is re-entrant, so `make` may
+        ask for the resources it is built on."""
+        value = getattr(self, name)
+        if value is None:
             with self._lock:
-                if self._store is None:
-                    from tm_guide.store import Store, StoreOptions
+                value = getattr(self, name)
+                if value is None:
+                    value = make()
+                    setattr(self, name, value)
+        return value
 
-                    settings = self.config.settings
-                    # one connection per request thread, and a few for the decoding, alignment
-                    # and job threads
-                    options = StoreOptions(
-                        pool_size=self.config.request_threads + 4,
-                        key_cache_s=self.config.key_cache_s,
-                    )
-                    self._store = Store.open(
-                        settings.db_url, index_dir=settings.index_dir, options=options
-                    )
-        return self._store
+    def store(self) -> Any:
+        return self._once("_store", self._open_store)
+
+    def _open_store(self) -> Any:
+        from tm_guide.store import Store, StoreOptions
+
+        settings = self.config.settings
+        # one connection per request thread, and a few for the decoding, alignment and job
+        # threads
+        options = StoreOptions(
+            pool_size=self.config.request_threads + 4, key_cache_s=self.config.key_cache_s
+        )
+        return Store.open(settings.db_url, index_dir=settings.index_dir, options=options)
 
     def bundle(self) -> Any:
         """The model bundle; raises ModelError (and tries again next time) when it cannot load."""
-        if self._bundle is None:
-            with self._lock:
-                if self._bundle is None:
-                    from tm_guide.model import Bundle
+        return self._once("_bundle", self._load_bundle)
 
-                    settings = self.config.settings
-                    self._bundle = Bundle.load(
-                        settings.model_path,
-                        device=settings.device,
-                        intra_threads=self.config.compute.resolved_threads,
-                    )
-        return self._bundle
+    def _load_bundle(self) -> Any:
+        from tm_guide.model import Bundle
+
+        settings = self.config.settings
+        return Bundle.load(
+            settings.model_path,
+            device=settings.device,
+            intra_threads=self.config.compute.resolved_threads,
+        )
 
     def aligner(self) -> Any:
         """Word aligner for new segments, with priors per memory kept beside the index."""
-        if self._aligner is None:
-            bundle = self.bundle()
-            store = self.store()
-            with self._lock:
-                if self._aligner is None:
-                    from tm_guide.pieces.align import AlignOptions, MemoryAligner, priors_cache_dir
+        return self._once("_aligner", self._make_aligner)
 
-                    options = AlignOptions(
-                        cache_dir=priors_cache_dir(self.config.settings.index_dir)
-                    )
-                    self._aligner = MemoryAligner(store, bundle, options)
-        return self._aligner
+    def _make_aligner(self) -> Any:
+        from tm_guide.pieces.align import AlignOptions, MemoryAligner, priors_cache_dir
+
+        options = AlignOptions(cache_dir=priors_cache_dir(self.config.settings.index_dir))
+        return MemoryAligner(self.store(), self.bundle(), options)
 
     def deferred_aligner(self) -> Any:
         """Aligns written segments after their answer, batched across requests."""
-        if self._deferred is None:
-            aligner = self.aligner()
-            with self._lock:
-                if self._deferred is None:
-                    from tm_guide.pieces.deferred import DeferredAligner
+        return self._once("_deferred", self._make_deferred_aligner)
 
-                    counter = self.metrics.deferred_alignments
-                    self._deferred = DeferredAligner(
-                        aligner,
-                        on_outcome=lambda outcome, n: counter.labels(outcome=outcome).inc(n),
-                    )
-        return self._deferred
+    def _make_deferred_aligner(self) -> Any:
+        from tm_guide.pieces.deferred import DeferredAligner
+
+        counter = self.metrics.deferred_alignments
+        return DeferredAligner(
+            self.aligner(), on_outcome=lambda outcome, n: counter.labels(outcome=outcome).inc(n)
+        )
 
     def translator(self) -> Any:
         """The guided translator (bundle + piece builder + engine), built once per worker."""
-        if self._translator is None:
-            bundle = self.bundle()
-            aligner = self.aligner()
-            with self._lock:
-                if self._translator is None:
-                    from tm_guide.server.translation import load_translator
+        return self._once("_translator", self._make_translator)
 
-                    self._translator = load_translator(self.config, bundle, self.store(), aligner)
-        return self._translator
+    def _make_translator(self) -> Any:
+        from tm_guide.server.translation import load_translator
+
+        return load_translator(self.config, self.bundle(), self.store(), self.aligner())
 
     def decoder(self) -> Any:
         """Where suggestion requests decode: the batching decoder threads of this worker, or
         (with batching off) the request's own thread. See server/batching.py."""
-        if self._decoder is None:
-            translator = self.translator()
-            with self._lock:
-                if self._decoder is None:
-                    from tm_guide.server.batching import DecodeBatcher, DirectDecoder
+        return self._once("_decoder", self._make_decoder)
 
-                    compute = self.config.compute
-                    if compute.batching:
-                        self._decoder = DecodeBatcher(
-                            translator.search,
-                            compute.batch_max_sentences,
-                            compute.batch_wait_ms / 1000,
-                            decoders=compute.decoders,
-                        )
-                    else:
-                        self._decoder = DirectDecoder(translator.search)
-        return self._decoder
+    def _make_decoder(self) -> Any:
+        from tm_guide.server.batching import DecodeBatcher, DirectDecoder
+
+        compute = self.config.compute
+        search = self.translator().search
+        if not compute.batching:
+            return DirectDecoder(search)
+        return DecodeBatcher(
+            search,
+            compute.batch_max_sentences,
+            compute.batch_wait_ms / 1000,
+            decoders=compute.decoders,
+        )
 
     def close(self) -> None:
         self.jobs.shutdown()
