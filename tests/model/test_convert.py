@@ -99,20 +99,23 @@ def test_bad_options_are_named(tiny_marian_checkpoint: Path, tmp_path: Path) -> 
         )
 
 
+def _refused(checkpoint: Path, content: bytes, source_format: str, spm: Path, message: str) -> None:
+    """Converting a `source_format` checkpoint file holding `content` fails with `message` and
+    leaves no output behind."""
+    checkpoint.write_bytes(content)
+    out = checkpoint.parent / "out"
+    options = _options(checkpoint, out, source_format=source_format, source_spm=spm)
+    with pytest.raises(ModelError, match=message):
+        convert_checkpoint(options)
+    assert not out.exists()
+
+
 def test_unconvertible_checkpoint_gives_model_error(
     tiny_marian_checkpoint: Path, tmp_path: Path
 ) -> None:
-    not_a_model = tmp_path / "model.pt"
-    not_a_model.write_bytes(b"not a pickle")
-    options = _options(
-        not_a_model,
-        tmp_path / "out",
-        source_format="opennmt-py",
-        source_spm=tiny_marian_checkpoint / "source.spm",
-    )
-    with pytest.raises(ModelError, match="could not convert this opennmt-py checkpoint"):
-        convert_checkpoint(options)
-    assert not (tmp_path / "out").exists()
+    spm = tiny_marian_checkpoint / "source.spm"
+    message = "could not convert this opennmt-py checkpoint"
+    _refused(tmp_path / "model.pt", b"not a pickle", "opennmt-py", spm, message)
 
 
 def _opennmt_py_checkpoint(spm_path: Path, out: Path) -> Path:
@@ -223,16 +226,9 @@ def test_fairseq_without_fairseq_installed_says_so(
     pytest.importorskip("torch")
     if importlib.util.find_spec("fairseq") is not None:
         pytest.skip("fairseq is installed")
-    checkpoint = tmp_path / "checkpoint_best.pt"
-    checkpoint.write_bytes(b"")
-    options = _options(
-        checkpoint,
-        tmp_path / "fs",
-        source_format="fairseq",
-        source_spm=tiny_marian_checkpoint / "source.spm",
-    )
-    with pytest.raises(ModelError, match="converting fairseq checkpoints needs fairseq installed"):
-        convert_checkpoint(options)
+    spm = tiny_marian_checkpoint / "source.spm"
+    message = "converting fairseq checkpoints needs fairseq installed"
+    _refused(tmp_path / "checkpoint_best.pt", b"", "fairseq", spm, message)
 
 
 def test_write_bundle_moves_source_eos_from_config_to_card(
