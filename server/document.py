@@ -83,6 +83,8 @@ class _Check:
 
 @dataclass(frozen=True)
 class _Parameter:
+    """A query parameter of an operation, checked by its schema in the document."""
+
     name: str
     required: bool
     check: _Check

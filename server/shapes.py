@@ -10,18 +10,19 @@ def iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
 
+def _fields(item: Any, names: tuple[str, ...]) -> dict[str, Any]:
+    """The attributes `names` of `item`, each under its own name."""
+    return {name: getattr(item, name) for name in names}
+
+
+_MEMORY_FIELDS = (
+    "id", "name", "source_lang", "target_lang", "description", "kind", "revision", "segment_count"
+)  # fmt: skip
+_SEGMENT_FIELDS = ("id", "memory_id", "tuid", "source", "target", "context")
+
+
 def memory_json(memory: Any) -> dict[str, Any]:
-    return {
-        "id": memory.id,
-        "name": memory.name,
-        "source_lang": memory.source_lang,
-        "target_lang": memory.target_lang,
-        "description": memory.description,
-        "kind": memory.kind,
-        "revision": memory.revision,
-        "segment_count": memory.segment_count,
-        "created_at": iso(memory.created_at),
-    }
+    return {**_fields(memory, _MEMORY_FIELDS), "created_at": iso(memory.created_at)}
 
 
 def _history(segment: Any) -> dict[str, Any]:
@@ -38,12 +39,7 @@ def _history(segment: Any) -> dict[str, Any]:
 
 def segment_json(segment: Any) -> dict[str, Any]:
     return {
-        "id": segment.id,
-        "memory_id": segment.memory_id,
-        "tuid": segment.tuid,
-        "source": segment.source,
-        "target": segment.target,
-        "context": segment.context,
+        **_fields(segment, _SEGMENT_FIELDS),
         **_history(segment),
         "props": dict(segment.props or {}),
         "source_lang": segment.source_lang,

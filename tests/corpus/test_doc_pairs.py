@@ -12,22 +12,17 @@ PAGE = """<html><body><div class="navheader">Prev Next</div>
 <table><tr><td>{cell}</td><td>42</td></tr></table>
 <h3>{sub}</h3><p>{second}</p><p>{same}</p></body></html>"""
 
-EN = dict(
-    title="Package management",
-    first="Use apt to install packages.",
-    cell="Description of the tool",
-    sub="Upgrades",
-    second="Upgrade the system regularly.",
-    same="aptitude",
-)
-DE = dict(
-    title="Paketverwaltung",
-    first="Verwenden Sie apt, um Pakete zu installieren.",
-    cell="Beschreibung des Werkzeugs",
-    sub="Aktualisierungen",
-    second="Aktualisieren Sie das System regelmäßig.",
-    same="aptitude",
-)
+# each block of the page: its field in PAGE, the English text and its German translation
+BLOCKS = [
+    ("title", "Package management", "Paketverwaltung"),
+    ("first", "Use apt to install packages.", "Verwenden Sie apt, um Pakete zu installieren."),
+    ("cell", "Description of the tool", "Beschreibung des Werkzeugs"),
+    ("sub", "Upgrades", "Aktualisierungen"),
+    ("second", "Upgrade the system regularly.", "Aktualisieren Sie das System regelmäßig."),
+    ("same", "aptitude", "aptitude"),
+]
+EN = {field: en for field, en, _ in BLOCKS}
+DE = {field: de for field, _, de in BLOCKS}
 MANUAL = Manual("manual", ("en-pkg", "de-pkg"), "doc/*.en.html", "doc/{stem}.de.html")
 
 

@@ -43,6 +43,21 @@ class RunningServer:
     process: subprocess.Popen[bytes]
     log_path: Path
 
+    def create_memories(self, *names: str) -> dict[str, int]:
+        """en->de memories of these names, by name their ids."""
+        ids = {}
+        for name in names:
+            reply = self.client.post(
+                "/v1/memories", {"name": name, "source_lang": "en", "target_lang": "de"}
+            )
+            assert reply.status == 201, reply.body
+            ids[name] = reply.json["id"]
+        return ids
+
+    def url(self, path: str = "") -> str:
+        """The address of `path` (from its first "/") on this server."""
+        return f"http://127.0.0.1:{self.client.port}{path}"
+
     def create_key(self, name: str, *scopes: str) -> str:
         args = ["keys", "create", name]
         for scope in scopes:

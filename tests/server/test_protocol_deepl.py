@@ -28,11 +28,7 @@ from tm_guide.config import BUNDLED_MODEL
 @pytest.fixture(scope="module")
 def server(start_server):
     server = start_server(model=BUNDLED_MODEL, threads=4)
-    for name in ("docs", "other"):
-        reply = server.client.post(
-            "/v1/memories", {"name": name, "source_lang": "en", "target_lang": "de"}
-        )
-        assert reply.status == 201, reply.body
+    server.create_memories("docs", "other")
     return server
 
 
@@ -45,18 +41,16 @@ def keys(server) -> dict[str, str]:
     }
 
 
-def url(server, path: str = "") -> str:
-    return f"http://127.0.0.1:{server.client.port}/deepl/{path}"
-
-
 def translator(server, key: str) -> deepl.Translator:
-    return deepl.Translator(key, server_url=url(server))
+    return deepl.Translator(key, server_url=server.url("/deepl/"))
 
 
 def weblate(server, method: str, path: str, key: str | None, **kw: Any) -> requests.Response:
     """A request as Weblate's DeepL service sends it (API URL `.../deepl/v2`)."""
     headers = {"Authorization": f"DeepL-Auth-Key {key}"} if key is not None else {}
-    return requests.request(method, url(server, f"v2/{path}"), headers=headers, timeout=120, **kw)
+    return requests.request(
+        method, server.url(f"/deepl/v2/{path}"), headers=headers, timeout=120, **kw
+    )
 
 
 def assert_error(reply: requests.Response, status: int, says: str) -> None:
@@ -89,7 +83,7 @@ def test_the_key_scope_feeds_the_pieces_and_usage_counts(server, keys) -> None:
     # the key scoped to `other` (empty) gets the unguided text; a legacy form request with
     # `auth_key` and the `text` field repeated
     legacy = requests.post(
-        url(server, "v2/translate"),
+        server.url("/deepl/v2/translate"),
         data={"auth_key": keys["other"], "text": [QUERY, ""], "target_lang": "DE"},
         timeout=120,
     )
@@ -269,10 +263,12 @@ def test_malformed_bodies_wrong_auth_routes_and_methods(server, keys) -> None:
     usage = translator(server, key).get_usage().character.count
     headers = {"Authorization": f"DeepL-Auth-Key {key}", "Content-Type": "application/json"}
     for raw, says in ((b"{", "malformed JSON"), (b"[1]", "JSON object"), (b"\xff", "UTF-8")):
-        reply = requests.post(url(server, "v2/translate"), data=raw, headers=headers, timeout=60)
+        reply = requests.post(
+            server.url("/deepl/v2/translate"), data=raw, headers=headers, timeout=60
+        )
         assert_error(reply, 400, says)
     bearer = requests.post(
-        url(server, "v2/translate"),
+        server.url("/deepl/v2/translate"),
         json={"text": ["Hi"], "target_lang": "DE"},
         headers={"Authorization": f"Bearer {key}"},
         timeout=60,
@@ -284,7 +280,7 @@ def test_malformed_bodies_wrong_auth_routes_and_methods(server, keys) -> None:
     assert_error(weblate(server, "GET", "translate", key), 405, "allowed")
     assert_error(weblate(server, "PUT", "glossaries", key), 405, "allowed")
     assert_error(weblate(server, "GET", "nothing", key), 404, "no such endpoint")
-    assert_error(requests.get(url(server), timeout=60), 404, "no such endpoint")
+    assert_error(requests.get(server.url("/deepl/"), timeout=60), 404, "no such endpoint")
     assert_error(weblate(server, "GET", "glossaries/nope", key), 404, "nope")
     assert translator(server, key).get_usage().character.count == usage
 

@@ -32,14 +32,7 @@ def server(start_server):
 
 @pytest.fixture(scope="module")
 def memories(server) -> dict[str, int]:
-    ids = {}
-    for name in ("docs", "other"):
-        reply = server.client.post(
-            "/v1/memories", {"name": name, "source_lang": "en", "target_lang": "de"}
-        )
-        assert reply.status == 201, reply.body
-        ids[name] = reply.json["id"]
-    return ids
+    return server.create_memories("docs", "other")
 
 
 @pytest.fixture(scope="module")
@@ -51,13 +44,11 @@ def keys(server, memories) -> dict[str, str]:
     }
 
 
-def url(server, path: str = "") -> str:
-    return f"http://127.0.0.1:{server.client.port}/modernmt{path}"
-
-
 def mmt(server, key: str) -> ModernMT:
     client = ModernMT(key)
-    client._ModernMT__base_url = url(server)  # the only way to point it elsewhere (see above)
+    client._ModernMT__base_url = server.url(
+        "/modernmt"
+    )  # the only way to point it elsewhere (see above)
     return client
 
 
@@ -66,7 +57,9 @@ def weblate(server, method: str, path: str, key: str | None, **kw: Any) -> reque
     headers = {"MMT-Platform": "Weblate", "MMT-PlatformVersion": "5.0"}
     if key is not None:
         headers["MMT-ApiKey"] = key
-    return requests.request(method, url(server, path), headers=headers, timeout=60, **kw)
+    return requests.request(
+        method, server.url("/modernmt" + path), headers=headers, timeout=60, **kw
+    )
 
 
 def data(reply: requests.Response) -> Any:
@@ -233,7 +226,7 @@ def test_bad_input_changes_nothing(server, memories, keys) -> None:
     ]
     for route, body, says in cases:
         reply = requests.post(
-            url(server, f"/memories/{docs}/{route}"),
+            server.url(f"/modernmt/memories/{docs}/{route}"),
             json=body,
             headers={"MMT-ApiKey": key},
             timeout=60,
@@ -318,7 +311,7 @@ def test_json_bodies_the_official_client_way(server, keys, body, status, kind, s
         kw: dict[str, Any] = {"data": body}
     else:
         kw = {"json": body}
-    reply = requests.post(url(server, "/translate"), headers=headers, timeout=60, **kw)
+    reply = requests.post(server.url("/modernmt/translate"), headers=headers, timeout=60, **kw)
     assert_error(reply, status, kind, says)
 
 

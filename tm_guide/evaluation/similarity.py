@@ -36,6 +36,9 @@ def median_split(similarities: Sequence[float]) -> MedianSplit:
 
 @dataclass(frozen=True)
 class HistogramBin:
+    """One bar of the similarity histogram: a tenth of the range (or exactly 1), its sentences
+    and their share of the set in percent."""
+
     label: str
     sentences: int
     percent: float

@@ -34,6 +34,9 @@ class ExportOptions:
 
 @dataclass(frozen=True)
 class ExportResult:
+    """The archive written, its .sha256 file and the checksum, which a download is checked
+    against."""
+
     archive: Path
     checksum_file: Path
     sha256: str
