@@ -24,6 +24,11 @@ def bundle() -> Bundle:
         ("C2", "B2", "C2", "B2"),
         ("AVERAGEIFS", "AVERAGEIF", "MITTELWERTWENNS", "MITTELWERTWENN"),  # the same affix lost
         ("WEEKNUM_OOO", "WEEKNUM", "KALENDERWOCHE_OOO", "KALENDERWOCHE"),
+        ("4.10", "4.16", "4.10", "4.16"),  # a number held as it is
+        ("51,000", "57,700", "51000", "57700"),  # ... or written with other separators
+        ("4.5", "4.7", "4,5", "4,7"),
+        ("51,000", "57,700", "einundfünfzigtausend", None),
+        ("12", "COPY", "12", None),  # a number and a word are not one thing changed
         ("COUNT", "COUNTA", "ANZAHL", None),  # an affix added: ANZAHL2, not ANZAHLA
         ("WEEKNUM", "ISOWEEKNUM", "KALENDERWOCHE", None),
         ("AVERAGEIFS", "AVERAGE", "MITTELWERTWENNS", None),  # the target lacks "IFS"
@@ -83,6 +88,26 @@ def test_an_identifier_held_as_it_is_becomes_the_inputs(bundle: Bundle) -> None:
     assert absorbed.target_links[absorbed.target.index("▁Befehl")] == 1 << command
 
 
+def test_a_changed_number_is_changed_in_the_match_as_its_target_writes_it(bundle: Bundle) -> None:
+    pair = _pair(
+        bundle,
+        "more than 51,000 packages, built from nearly 25,000 source packages.",
+        "mehr als 51000 Pakete, aus ungefähr 25000 Quellpaketen gebaut.",
+        [("▁packages", "▁Pakete")],
+    )
+    query = bundle.encode_source(
+        "more than 57,700 packages, built from nearly 25,000 source packages."
+    )
+    absorbed = absorb_code_words(query, pair, bundle.encode_source, bundle.encode_target)
+    assert "".join(absorbed.target).replace("\u2581", " ").strip() == (
+        "mehr als 57700 Pakete, aus ungefähr 25000 Quellpaketen gebaut."
+    )
+    assert compare(query, absorbed.source).similarity == 1.0
+    assert absorbed.target_links[absorbed.target.index("▁Pakete")] == 1 << absorbed.source.index(
+        "▁packages"
+    )
+
+
 @pytest.mark.parametrize(
     ("source", "target", "query"),
     [
@@ -90,6 +115,8 @@ def test_an_identifier_held_as_it_is_becomes_the_inputs(bundle: Bundle) -> None:
         ("Open the file.", "Öffnen Sie die Datei.", "Open the PDF file."),  # no code word
         # the input's word matches none of the match's: nothing pairs them
         ("Use SUMIF here.", "Verwenden Sie hier SUMMEWENN.", "Use the FOO and BAR here."),
+        # a byte piece ("¶" is two) is no text to edit
+        ("5.6.3. Delayed uploads¶", "5.6.3. Verzögerte Uploads¶", "5.6.4. Security uploads¶"),
         # paired, but the match cannot say what the new name is in German
         ("Use WEEKNUM here.", "Verwenden Sie hier KALENDERWOCHE.", "Use ISOWEEKNUM here."),
     ],

@@ -1,5 +1,5 @@
 """Code words a close match takes over before it is compared: function names, constants, cell
-references and other words in capitals.
+references and other words in capitals, and numbers.
 
 A model writes such words badly: asked to fill the gap where "=MITTELWERTWENNS(" stood, for an
 input with AVERAGEIF instead of AVERAGEIFS, the demo model wrote "=AWERTIF(". A translator does
@@ -7,7 +7,9 @@ not decode them; they copy them or edit them as the source was edited. So, befor
 compared with the input, each code word of its source that the input changes is changed in the
 match as well, on both sides, and then counts as unedited: the repair keeps it and Algorithm 1
 takes its pieces.
-- An identifier the target holds as it is (COPY, B2, PDF) becomes the input's.
+- An identifier or number the target holds as it is (COPY, B2, PDF, 4.10) becomes the input's.
+- A number the target writes with other separators takes them too: 51,000 -> 57,700 makes
+  "51000" "57700", and 4.5 -> 4.7 makes "4,5" "4,7".
 - A translated one loses what the source lost, when the target holds the same affix:
   AVERAGEIFS -> AVERAGEIF makes MITTELWERTWENNS MITTELWERTWENN, WEEKNUM_OOO -> WEEKNUM makes
   KALENDERWOCHE_OOO KALENDERWOCHE.
@@ -30,8 +32,14 @@ from difflib import SequenceMatcher
 from tm_guide.pieces.collect import AlignedPair
 from tm_guide.pieces.tokenizer import SENTENCEPIECE_SPACE
 
-# a word in capitals (digits and underscores inside): not part of a longer word
-CODE_WORD = re.compile(r"(?<![^\W_])[A-Z][A-Z0-9_]*[A-Z0-9](?![^\W_])")
+# a word in capitals (digits and underscores inside), or a number (digits, maybe grouped or with
+# decimals by "." or ","): not part of a longer word
+CODE_WORD = re.compile(
+    r"(?<![^\W_])[A-Z][A-Z0-9_]*[A-Z0-9](?![^\W_])|(?<![\w.,])\d+(?:[.,]\d+)*(?![^\W_])"
+)
+_SEPARATORS = ".,"
+# a piece that stands for something other than its characters: a byte, </s>, a language token
+_CONTROL = re.compile(r"<[^<>]+>")
 # a shared core shorter than this (or than half the longer word) pairs no two words by content
 MIN_CORE = 3
 
@@ -54,6 +62,8 @@ def absorb_code_words(
     the same characters."""
     if not any(SENTENCEPIECE_SPACE in token for token in pair.source):
         return pair  # whole-word tokens: the joined text has no word boundaries to go by
+    if any(_CONTROL.fullmatch(token) for token in (*pair.source, *pair.target)):
+        return pair  # a byte piece (<0xC2>) is no text to edit and encode again
     source_text, target_text = "".join(pair.source), "".join(pair.target)
     source_words = _code_words(source_text)
     if not source_words:
@@ -102,8 +112,12 @@ def absorb_code_words(
 def transferred(old: str, new: str, target: str) -> str | None:
     """What `target` (the translation of the code word `old`) becomes when `old` becomes
     `new`; None where the match cannot say (see the module's docstring)."""
+    if _is_number(old) != _is_number(new):
+        return None
     if target == old:
         return new
+    if _is_number(old):
+        return _separated_as(old, new, target)
     core = SequenceMatcher(None, old, new, autojunk=False).find_longest_match(
         0, len(old), 0, len(new)
     )
@@ -114,6 +128,32 @@ def transferred(old: str, new: str, target: str) -> str | None:
         if not added and inner > 0 and target.startswith(before) and target.endswith(after):
             return target[len(before) : len(target) - len(after)]
     return None
+
+
+def _is_number(word: str) -> bool:
+    return word[:1].isdigit()
+
+
+def _separated_as(old: str, new: str, target: str) -> str | None:
+    """`new` with the separators that `target` writes where `old` has its own ("51,000" ->
+    "51000" turns "57,700" into "57700"); None where `target` is not `old` so written."""
+    mapped: dict[str, str] = {}
+    i = j = 0
+    while i < len(old):
+        char = old[i]
+        if char in _SEPARATORS:
+            written = target[j] if j < len(target) and target[j] in _SEPARATORS else ""
+            if mapped.setdefault(char, written) != written:
+                return None
+            j += len(written)
+        elif j >= len(target) or target[j] != char:
+            return None
+        else:
+            j += 1
+        i += 1
+    if j != len(target) or any(c in _SEPARATORS and c not in mapped for c in new):
+        return None
+    return "".join(mapped.get(c, c) for c in new)
 
 
 def _code_words(text: str) -> list[_Word]:
@@ -134,7 +174,11 @@ def _changed(source: list[_Word], query: list[_Word]) -> list[tuple[int, str]]:
         if tag != "replace":
             continue
         if i2 - i1 == j2 - j1:
-            changed += [(i, b[j]) for i, j in zip(range(i1, i2), range(j1, j2), strict=True)]
+            changed += [
+                (i, b[j])
+                for i, j in zip(range(i1, i2), range(j1, j2), strict=True)
+                if _is_number(a[i]) == _is_number(b[j])
+            ]
             continue
         free = set(range(j1, j2))
         for i in range(i1, i2):
