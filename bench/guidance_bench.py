@@ -29,9 +29,7 @@ from tm_guide.evaluation.runner import served_outputs
 from tm_guide.evaluation.scoring import corpus_score, subset
 from tm_guide.evaluation.similarity import median_split
 from tm_guide.evaluation.testset import read_tsv
-from tm_guide.pieces import PieceOptions
 from tm_guide.pieces.repair import RepairOptions
-from tm_guide.pieces.weighting import PieceWeighting
 
 BANDS = ((0.0, 0.3), (0.3, 0.5), (0.5, 0.6), (0.6, 0.7), (0.7, 0.8), (0.8, 0.9), (0.9, 1.01))
 
@@ -95,8 +93,8 @@ def main() -> None:
     parser.add_argument("--gap", default="1:1", help="repair gaps, SCALE:MARGIN")
     args = parser.parse_args()
 
+    from tm_guide.decoding.guidance import Guidance
     from tm_guide.decoding.guided import EngineOptions, GuidedTranslator, TranslateOptions
-    from tm_guide.decoding.search import SearchOptions
     from tm_guide.model import Bundle
     from tm_guide.store import Store
 
@@ -109,13 +107,13 @@ def main() -> None:
     memory = store.get_memory(args.memory)
     translator = GuidedTranslator(bundle, store)
     card = bundle.card
-    base = TranslateOptions(
-        search=SearchOptions(reward_repeats=bool(card.guided_reward_repeats)),
-        pieces=PieceOptions(m=args.m),
+    plain = TranslateOptions(
         engine=EngineOptions(engine=args.engine, threads=1),
         memory_ids=(memory.id,),
         max_length_ratio=2.0,
     )
+    # the card's guidance, unguided: the pieces that give each sentence its best match
+    base = Guidance.resolve(card, lam=0.0, repair="off", m=args.m).apply(plain)
     started = time.perf_counter()
     pieces = [translator.collect_pieces(bundle.encode_source(s), base) for s in sources]
     print(f"pieces for {len(sources)} sentences in {time.perf_counter() - started:.1f} s")
@@ -143,7 +141,7 @@ def main() -> None:
     )
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
-    unguided = decode(replace(base, search=replace(base.search, lam=0.0)), pieces)
+    unguided = decode(base, pieces)
     print(scored.row("unguided", unguided), flush=True)
     best = [
         best_match_target([Candidate(m.similarity, m.segment.target) for m in p.matches])
@@ -156,19 +154,18 @@ def main() -> None:
     repairs = [None] + [float(x) for x in args.repair.split(",") if x]
     for spec, repair in ((spec, r) for spec in args.rules.split(",") for r in repairs):
         rule, *extras = spec.split("+")
-        options = replace(
-            base,
-            pieces=PieceOptions(
-                m=args.m,
-                weighting=PieceWeighting.parse(rule),
-                clipped="clipped" in extras,
-                repair=RepairOptions(repair, scale, margin),
-            ),
+        guidance = Guidance.resolve(
+            card,
+            weighting=rule,
+            clipped="clipped" in extras,
+            repair=RepairOptions(repair, scale, margin).spec,
+            m=args.m,
         )
+        options = guidance.apply(plain)
         weighted = [translator.collect_pieces(bundle.encode_source(s), options) for s in sources]
         for lam in (float(x) for x in args.lambdas.split(",")):
             started = time.perf_counter()
-            guided = decode(replace(options, search=replace(base.search, lam=lam)), weighted)
+            guided = decode(replace(guidance, lam=lam).apply(plain), weighted)
             served = served_outputs(sources, pieces, guided)
             name = f"{spec} lambda {lam:g}"
             if repair is not None:

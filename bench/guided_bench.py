@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from decoding_bench import best_time  # noqa: E402  (this script's folder is on sys.path)
 
+from tm_guide.decoding.guidance import Guidance  # noqa: E402
 from tm_guide.decoding.guided import (  # noqa: E402
     EngineOptions,
     GuidedTranslator,
@@ -44,7 +45,6 @@ from tm_guide.decoding.guided import (  # noqa: E402
 from tm_guide.decoding.search import SearchOptions  # noqa: E402
 from tm_guide.evaluation.runner import open_tm  # noqa: E402
 from tm_guide.model import Bundle  # noqa: E402
-from tm_guide.pieces import PieceOptions  # noqa: E402
 
 DEFAULT_BUNDLE = ROOT / "tm_guide" / "models" / "demo-en-de"
 DEFAULT_SENTENCES = ROOT / "bench" / "corpus" / "data" / "en-de" / "test.tsv"
@@ -167,22 +167,27 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     torch.set_num_threads(args.threads)
     bundle = Bundle.load(args.bundle, device="cpu", intra_threads=args.threads)
-    lam = args.lam if args.lam is not None else (bundle.card.guided_lambda or 1.0)
-    if args.pieces_once is not None:
-        reward_repeats = not args.pieces_once
-    else:
-        reward_repeats = bundle.card.guided_reward_repeats is not False
+    # the card's guidance (as served), with what the command line asks instead
+    guidance = Guidance.resolve(
+        bundle.card,
+        lam=args.lam,
+        reward_repeats=None if args.pieces_once is None else not args.pieces_once,
+        m=args.m,
+    )
     sentences, references = read_pairs(args.sentences, args.count)
     rows: list[tuple[float, Measured]] = []
     tm = str(args.tm) if args.tm is not None else args.memory
     with open_tm(tm, args.db, bundle) as (store, memory):
         translator = GuidedTranslator(bundle, store)
-        base = TranslateOptions(
-            search=SearchOptions(beam_size=args.beam, lam=lam, reward_repeats=reward_repeats),
-            pieces=PieceOptions(m=args.m),
-            engine=EngineOptions(engine=args.engine, batch_size=args.batch, threads=args.threads),
-            memory_ids=(memory.id,),
-            max_length_ratio=args.max_length_ratio,
+        base = guidance.apply(
+            TranslateOptions(
+                search=SearchOptions(beam_size=args.beam),
+                engine=EngineOptions(
+                    engine=args.engine, batch_size=args.batch, threads=args.threads
+                ),
+                memory_ids=(memory.id,),
+                max_length_ratio=args.max_length_ratio,
+            )
         )
         translator.translate(sentences[: args.batch], base)  # load the engine, warm caches
         engine = translator.engine_name(base)
@@ -195,7 +200,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         f"bundle {args.bundle.name}, memory {memory.name} ({memory.segment_count} segments), "
         f"{n} sentences from {args.sentences.name}; engine {engine}, beam {args.beam}, "
-        f"lambda {lam:g}{'' if reward_repeats else ' (pieces of 2+ tokens once)'}, M {args.m}, "
+        f"lambda {guidance.lam:g}, {guidance.describe()}, M {args.m}, "
         f"length cap {args.max_length_ratio:g}x + 10, "
         f"threads {args.threads}, {platform.machine()}, {os.cpu_count()} CPUs"
     )
