@@ -22,6 +22,7 @@ def bundle() -> Bundle:
     [
         ("COPY", "MOVE", "COPY", "MOVE"),  # held as it is: the input's
         ("C2", "B2", "C2", "B2"),
+        ("dh_installchangelogs", "dh_installdocs", "dh_installchangelogs", "dh_installdocs"),
         ("AVERAGEIFS", "AVERAGEIF", "MITTELWERTWENNS", "MITTELWERTWENN"),  # the same affix lost
         ("WEEKNUM_OOO", "WEEKNUM", "KALENDERWOCHE_OOO", "KALENDERWOCHE"),
         ("4.10", "4.16", "4.10", "4.16"),  # a number held as it is
@@ -115,6 +116,12 @@ def test_a_changed_number_is_changed_in_the_match_as_its_target_writes_it(bundle
         ("Open the file.", "Öffnen Sie die Datei.", "Open the PDF file."),  # no code word
         # the input's word matches none of the match's: nothing pairs them
         ("Use SUMIF here.", "Verwenden Sie hier SUMMEWENN.", "Use the FOO and BAR here."),
+        # a name in a path is part of the path, not an identifier of its own
+        (
+            "Edit /etc/ssh/sshd_config now.",
+            "Bearbeiten Sie /etc/ssh/sshd_config jetzt.",
+            "Edit /etc/ssh/ssh_config now.",
+        ),
         # a byte piece ("¶" is two) is no text to edit
         ("5.6.3. Delayed uploads¶", "5.6.3. Verzögerte Uploads¶", "5.6.4. Security uploads¶"),
         # paired, but the match cannot say what the new name is in German

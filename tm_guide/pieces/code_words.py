@@ -1,5 +1,5 @@
 """Code words a close match takes over before it is compared: function names, constants, cell
-references and other words in capitals, and numbers.
+references and other words in capitals, snake_case identifiers, and numbers.
 
 A model writes such words badly: asked to fill the gap where "=MITTELWERTWENNS(" stood, for an
 input with AVERAGEIF instead of AVERAGEIFS, the demo model wrote "=AWERTIF(". A translator does
@@ -7,7 +7,8 @@ not decode them; they copy them or edit them as the source was edited. So, befor
 compared with the input, each code word of its source that the input changes is changed in the
 match as well, on both sides, and then counts as unedited: the repair keeps it and Algorithm 1
 takes its pieces.
-- An identifier or number the target holds as it is (COPY, B2, PDF, 4.10) becomes the input's.
+- An identifier or number the target holds as it is (COPY, B2, dh_installdocs, 4.10) becomes the
+  input's.
 - A number the target writes with other separators takes them too: 51,000 -> 57,700 makes
   "51000" "57700", and 4.5 -> 4.7 makes "4,5" "4,7".
 - A translated one loses what the source lost, when the target holds the same affix:
@@ -32,10 +33,13 @@ from difflib import SequenceMatcher
 from tm_guide.pieces.collect import AlignedPair
 from tm_guide.pieces.tokenizer import SENTENCEPIECE_SPACE
 
-# a word in capitals (digits and underscores inside), or a number (digits, maybe grouped or with
-# decimals by "." or ","): not part of a longer word
+# a word in capitals (digits and underscores inside), a snake_case identifier (not in a path or
+# a file name), or a number (digits, maybe grouped or with decimals by "." or ","): not part of a
+# longer word
 CODE_WORD = re.compile(
-    r"(?<![^\W_])[A-Z][A-Z0-9_]*[A-Z0-9](?![^\W_])|(?<![\w.,])\d+(?:[.,]\d+)*(?![^\W_])"
+    r"(?<![^\W_])[A-Z][A-Z0-9_]*[A-Z0-9](?![^\W_])"
+    r"|(?<![\w/.-])[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?![\w/-]|\.\w)"
+    r"|(?<![\w.,])\d+(?:[.,]\d+)*(?![^\W_])"
 )
 _SEPARATORS = ".,"
 # a piece that stands for something other than its characters: a byte, </s>, a language token
