@@ -109,6 +109,19 @@ def test_a_changed_number_is_changed_in_the_match_as_its_target_writes_it(bundle
     )
 
 
+def test_a_new_name_nothing_retrieved_holds_is_copied_whole(bundle: Bundle) -> None:
+    """COUNTA -> AVERAGEA: no rule derives the German name. Where no retrieved source holds
+    AVERAGEA the input's word is copied; where one does, the model is left to write it from
+    that match's pieces."""
+    pair = _pair(bundle, "COUNTA(Value 1)", "ANZAHL2(Wert 1)", [])
+    query = bundle.encode_source("AVERAGEA(Value 1)")
+    encode = bundle.encode_source, bundle.encode_target
+    copied = absorb_code_words(query, pair, *encode, frozenset({"COUNTA"}))
+    assert "".join(copied.target).replace("\u2581", " ").strip() == "AVERAGEA(Wert 1)"
+    assert absorb_code_words(query, pair, *encode, frozenset({"COUNTA", "AVERAGEA"})) is pair
+    assert absorb_code_words(query, pair, *encode) is pair
+
+
 @pytest.mark.parametrize(
     ("source", "target", "query"),
     [

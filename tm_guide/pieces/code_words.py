@@ -14,10 +14,10 @@ takes its pieces.
 - A translated one loses what the source lost, when the target holds the same affix:
   AVERAGEIFS -> AVERAGEIF makes MITTELWERTWENNS MITTELWERTWENN, WEEKNUM_OOO -> WEEKNUM makes
   KALENDERWOCHE_OOO KALENDERWOCHE.
-- Any other change (an affix added, a word replaced) is left to the repair and the model: what
-  the target language calls ISOWEEKNUM is not in this match, but the memory may hold it
-  elsewhere ("ISOWEEKNUM" -> "ISOKALENDERWOCHE"), and its pieces guide the model to it; copying
-  the input's word would throw that away.
+- Any other change (an affix added, a word replaced) is left to the repair and the model where
+  another retrieved match holds the new word: what the target language calls ISOWEEKNUM is not
+  in this match, but the memory may hold it elsewhere ("ISOWEEKNUM" -> "ISOKALENDERWOCHE"), and
+  its pieces guide the model to it. Where none does, the input's word is copied whole.
 
 The pair's tokens are encoded again from the edited text, and each new token takes the word
 alignment of the old tokens it covers, so the rest of the match is aligned as before.
@@ -60,10 +60,16 @@ def absorb_code_words(
     pair: AlignedPair,
     encode_source: Callable[[str], list[str]],
     encode_target: Callable[[str], list[str]],
+    known: frozenset[str] | None = None,
 ) -> AlignedPair:
     """`pair` with the code words of its source that `query` (tokens) changes changed on both
     sides; `pair` itself where there are none, or where the edited text does not encode back to
-    the same characters."""
+    the same characters.
+
+    `known`: the code words of the sources retrieved with `pair`. A new word that none of them
+    holds, and that no rule can derive, is copied whole into the target: nothing retrieved says
+    what the target language calls it, and a copied word reads better than a made-up one
+    ("AVERA(" for AVERAGEA). None: never copied."""
     if not any(SENTENCEPIECE_SPACE in token for token in pair.source):
         return pair  # whole-word tokens: the joined text has no word boundaries to go by
     if any(_CONTROL.fullmatch(token) for token in (*pair.source, *pair.target)):
@@ -82,6 +88,8 @@ def absorb_code_words(
         if translation is None:
             continue
         changed = transferred(old.text, new, translation.text)
+        if changed is None and known is not None and new not in known:
+            changed = new if _is_number(old.text) == _is_number(new) else None
         if changed is None:
             continue
         source_edits.append((old, new))
@@ -158,6 +166,11 @@ def _separated_as(old: str, new: str, target: str) -> str | None:
     if j != len(target) or any(c in _SEPARATORS and c not in mapped for c in new):
         return None
     return "".join(mapped.get(c, c) for c in new)
+
+
+def code_words_of(tokens: Sequence[str]) -> frozenset[str]:
+    """The code words of a token list's text."""
+    return frozenset(w.text for w in _code_words("".join(tokens)))
 
 
 def _code_words(text: str) -> list[_Word]:
