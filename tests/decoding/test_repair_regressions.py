@@ -59,7 +59,7 @@ def repair():  # type: ignore[no-untyped-def]
         pair = AlignedPair.build(1, source_tokens, target_tokens, token_links)
         query_tokens = bundle.encode_source(query)
         # as PieceBuilder does: the code words the query changes are changed in the match first
-        pair = absorb_code_words(query_tokens, pair, bundle.encode_source, bundle.encode_target)
+        [pair] = absorb_code_words(query_tokens, [pair], bundle.encode_source, bundle.encode_target)
         shape = match_template(pair, compare(query_tokens, pair.source), RepairOptions(0.5))
         assert shape is not None
         template = TargetTemplate.from_tokens(

@@ -23,7 +23,7 @@ from typing import Any
 
 from tm_guide.errors import InvalidInput
 from tm_guide.pieces.align import MemoryAligner
-from tm_guide.pieces.code_words import absorb_code_words, code_words_of
+from tm_guide.pieces.code_words import absorb_code_words
 from tm_guide.pieces.collect import (
     AlignedPair,
     PieceTable,
@@ -142,13 +142,9 @@ class PieceBuilder:
         comparisons = [compare(tokens, pair.source) for pair in pairs]
         # the matches with the code words the input changes changed too (code_words.py): what
         # their pieces and the repair work from; the matches as stored are what is reported
-        known = frozenset().union(*(code_words_of(pair.source) for pair in pairs))
-        absorbed = [
-            absorb_code_words(
-                tokens, pair, self.tokenizer.encode_source, self.tokenizer.encode_target, known
-            )
-            for pair in pairs
-        ]
+        absorbed = absorb_code_words(
+            tokens, pairs, self.tokenizer.encode_source, self.tokenizer.encode_target
+        )
         taken = [
             comparison if new is pair else compare(tokens, new.source)
             for pair, new, comparison in zip(pairs, absorbed, comparisons, strict=True)

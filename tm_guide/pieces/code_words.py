@@ -57,29 +57,44 @@ class _Word:
 
 def absorb_code_words(
     query: Sequence[str],
-    pair: AlignedPair,
+    pairs: Sequence[AlignedPair],
     encode_source: Callable[[str], list[str]],
     encode_target: Callable[[str], list[str]],
-    known: frozenset[str] | None = None,
-) -> AlignedPair:
-    """`pair` with the code words of its source that `query` (tokens) changes changed on both
-    sides; `pair` itself where there are none, or where the edited text does not encode back to
-    the same characters.
+) -> list[AlignedPair]:
+    """Each retrieved pair with the code words of its source that `query` (tokens) changes
+    changed on both sides; a pair itself where there are none, or where its edited text does not
+    encode back to the same characters.
 
-    `known`: the code words of the sources retrieved with `pair`. A new word that none of them
-    holds, and that no rule can derive, is copied whole into the target: nothing retrieved says
-    what the target language calls it, and a copied word reads better than a made-up one
-    ("AVERA(" for AVERAGEA). None: never copied."""
+    A new word that no rule derives is copied whole into a target only where none of the
+    retrieved sources holds it: nothing retrieved says what the target language calls it, and a
+    copied word reads better than a made-up one ("AVERA(" for AVERAGEA)."""
+    query_words = _code_words("".join(query))
+    if not query_words:
+        return list(pairs)
+    source_words = [_code_words("".join(pair.source)) for pair in pairs]
+    known = frozenset(w.text for words in source_words for w in words)
+    return [
+        _absorbed(query_words, pair, words, known, encode_source, encode_target)
+        for pair, words in zip(pairs, source_words, strict=True)
+    ]
+
+
+def _absorbed(
+    query_words: list[_Word],
+    pair: AlignedPair,
+    source_words: list[_Word],
+    known: frozenset[str],
+    encode_source: Callable[[str], list[str]],
+    encode_target: Callable[[str], list[str]],
+) -> AlignedPair:
+    """One pair of absorb_code_words, its source's code words and the query's found."""
+    if not source_words:
+        return pair
     if not any(SENTENCEPIECE_SPACE in token for token in pair.source):
         return pair  # whole-word tokens: the joined text has no word boundaries to go by
     if any(_CONTROL.fullmatch(token) for token in (*pair.source, *pair.target)):
         return pair  # a byte piece (<0xC2>) is no text to edit and encode again
-    source_text, target_text = "".join(pair.source), "".join(pair.target)
-    source_words = _code_words(source_text)
-    if not source_words:
-        return pair
-    query_words = _code_words("".join(query))
-    target_words = _code_words(target_text)
+    target_words = _code_words("".join(pair.target))
     source_edits: list[tuple[_Word, str]] = []
     target_edits: list[tuple[_Word, str]] = []
     for k, new in _changed(source_words, query_words):
@@ -88,18 +103,19 @@ def absorb_code_words(
         if translation is None:
             continue
         changed = transferred(old.text, new, translation.text)
-        if changed is None and known is not None and new not in known:
-            changed = new if _is_number(old.text) == _is_number(new) else None
+        if changed is None and new not in known and _is_number(old.text) == _is_number(new):
+            changed = new
         if changed is None:
             continue
         source_edits.append((old, new))
         target_edits.append((translation, changed))
     if not source_edits:
         return pair
-    source, source_map = _encoded(pair.source, source_edits, encode_source)
-    target, target_map = _encoded(pair.target, target_edits, encode_target)
-    if source is None or target is None or source_map is None or target_map is None:
+    source = _encoded(pair.source, source_edits, encode_source)
+    target = _encoded(pair.target, target_edits, encode_target)
+    if source is None or target is None:
         return pair
+    (source_tokens, source_map), (target_tokens, target_map) = source, target
     # the new source positions of each old one, then each new target token's links: those of
     # the old tokens it covers, moved to the new source positions
     moved: dict[int, int] = {}
@@ -118,7 +134,7 @@ def absorb_code_words(
                 bits >>= 1
                 s += 1
         links.append(mask)
-    return AlignedPair(pair.segment_id, tuple(source), tuple(target), tuple(links))
+    return AlignedPair(pair.segment_id, tuple(source_tokens), tuple(target_tokens), tuple(links))
 
 
 def transferred(old: str, new: str, target: str) -> str | None:
@@ -166,11 +182,6 @@ def _separated_as(old: str, new: str, target: str) -> str | None:
     if j != len(target) or any(c in _SEPARATORS and c not in mapped for c in new):
         return None
     return "".join(mapped.get(c, c) for c in new)
-
-
-def code_words_of(tokens: Sequence[str]) -> frozenset[str]:
-    """The code words of a token list's text."""
-    return frozenset(w.text for w in _code_words("".join(tokens)))
 
 
 def _code_words(text: str) -> list[_Word]:
@@ -232,10 +243,10 @@ def _encoded(
     tokens: Sequence[str],
     edits: list[tuple[_Word, str]],
     encode: Callable[[str], list[str]],
-) -> tuple[list[str] | None, list[set[int]] | None]:
+) -> tuple[list[str], list[set[int]]] | None:
     """The tokens of the joined `tokens` with `edits` applied, and for each new token the old
-    tokens whose characters it covers (all of a replaced word's, for a token inside it); (None,
-    None) where the encoder does not give back the edited characters."""
+    tokens whose characters it covers (all of a replaced word's, for a token inside it); None
+    where the encoder does not give back the edited characters."""
     old = "".join(tokens)
     owner: list[int] = [i for i, token in enumerate(tokens) for _ in token]
     # each new character's old characters
@@ -244,7 +255,7 @@ def _encoded(
     at = 0
     for word, new in sorted(edits, key=lambda e: e[0].start):
         if word.start < at:
-            return None, None
+            return None
         origins += [range(c, c + 1) for c in range(at, word.start)]
         text.append(old[at : word.start])
         origins += [range(word.start, word.end)] * len(new)
@@ -255,7 +266,7 @@ def _encoded(
     edited = "".join(text)
     encoded = encode(edited.replace(SENTENCEPIECE_SPACE, " ").strip())
     if "".join(encoded) != edited:
-        return None, None
+        return None
     covered: list[set[int]] = []
     c = 0
     for token in encoded:
