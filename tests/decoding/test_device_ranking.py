@@ -19,7 +19,7 @@ from tm_guide.decoding.search import (
     python_beam_search,
     top_candidates,
 )
-from tm_guide.decoding.template import TargetTemplate, ahead_of
+from tm_guide.decoding.template import OPEN_WORD, WORD_START, TargetTemplate, ahead_of, word_open
 from tm_guide.decoding.utf8 import Utf8Rule, byte_ids
 from tm_guide.model import Bundle
 from tm_guide.pieces.repair import continuation_mask, is_mark
@@ -102,6 +102,7 @@ def test_device_candidates_equal_the_hosts_on_ties_masks_and_rewards(demo: Bundl
         joins=(False, *(not is_mark(vocabulary[i]) for i in tokens)),
     )
     rng = np.random.default_rng(7)
+    opened: set[bool] = set()
     groups, per = 6, 4
     rows = groups * per
     states = [(0, 0), (0, 1), (0, 2), (1, 0), (2, 1), (len(tokens), 0), (len(tokens), 3), (1, 0)]
@@ -110,12 +111,18 @@ def test_device_candidates_equal_the_hosts_on_ties_masks_and_rewards(demo: Bundl
         log_probs = log_probs.astype(np.float32)
         log_probs[rng.random((rows, vocab)) < 0.01] = -np.inf
         log_probs[3] = -np.inf  # a dead row
+        # on every other row the model would rather go on with a word than start one, so that
+        # a spent gap's overrun (OPEN_WORD) both allows and denies the tokens that continue one
+        log_probs[::2, continues != WORD_START] += 6
         masks_of_rows = [
             (template.row_mask(states[(row + trial) % len(states)], end_id), continues)
             if row % 3
             else None
             for row in range(rows)
         ]
+        for entry, row_log_probs in zip(masks_of_rows, log_probs, strict=True):
+            if entry is not None and entry[0].classes >> OPEN_WORD & 1:
+                opened.add(word_open(row_log_probs, continues))
         utf8_rules = [
             None if row % 5 == 0 else (3, 0x80, 0xBF) if row % 5 == 1 else (1 + row % 2, 0, 0)
             for row in range(rows)
@@ -142,6 +149,7 @@ def test_device_candidates_equal_the_hosts_on_ties_masks_and_rewards(demo: Bundl
         rows_of = top // vocab + (np.arange(groups) * per)[:, None]
         np.testing.assert_array_equal(found.log_probs, masked[rows_of, top % vocab])
         np.testing.assert_array_equal(found.first_column, masked[:, 0])
+    assert opened == {True, False}
 
 
 def _wordy_templates(bundle: Bundle, inputs):  # type: ignore[no-untyped-def]

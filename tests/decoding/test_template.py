@@ -11,7 +11,14 @@ from tm_guide.config import BUNDLED_MODEL
 from tm_guide.decoding import compiled, fused_engine
 from tm_guide.decoding.ct2_engine import CT2StepDecoder
 from tm_guide.decoding.search import SearchOptions, _finalize, beam_search, python_beam_search
-from tm_guide.decoding.template import CHARACTER, START, WORD, TargetTemplate
+from tm_guide.decoding.template import (
+    CHARACTER,
+    START,
+    WORD,
+    WORD_START,
+    TargetTemplate,
+    word_open,
+)
 from tm_guide.errors import InvalidInput
 from tm_guide.model import Bundle
 
@@ -55,7 +62,8 @@ def test_a_word_begun_in_a_spent_gap_may_be_finished_for_overrun_tokens():
     assert state == (1, 1)  # the gap of 1 is spent, in the middle of the word 9 began
     for expected_state, allowed in [((1, 1), {6, 7, 8}), ((1, 2), {6, 7, 8}), ((1, 3), {6})]:
         assert state == expected_state
-        row = np.zeros(10, dtype=np.float32)
+        row = np.full(10, -4.0, dtype=np.float32)
+        row[[7, 8]] = -1.0  # the model would rather go on with the word
         template.mask(state, row, END)
         assert set(np.flatnonzero(np.isfinite(row)).tolist()) == allowed
         state = template.advance(state, 7 if state[1] == 1 else 8)
@@ -65,6 +73,29 @@ def test_a_word_begun_in_a_spent_gap_may_be_finished_for_overrun_tokens():
     template.mask((1, 0), row, END)
     assert empty == (1, 0) and set(np.flatnonzero(~np.isfinite(row)).tolist()) == {END, 7, 8}
     assert template.longest == 2 + 1 + 2 + 3  # tokens, gap, overrun, a character's last bytes
+
+
+def test_a_spent_gap_does_not_lengthen_a_word_the_model_has_finished():
+    """Past a spent gap, a token that continues a word is allowed only while the model gives
+    such tokens at least the probability of those that start one: a model that wants a new
+    word there ("des" then "Inhalts") must go on with the template, not glue "inhalts" on."""
+    continues = np.zeros(10, dtype=np.uint8)
+    continues[[7, 8]] = WORD
+    template = TargetTemplate((5, 6), (0, 1, 0), continues, overrun=2)
+    ending = np.full(10, -4.0, dtype=np.float32)
+    ending[9] = -0.5  # a new word
+    ending[[7, 8]] = -1.5
+    template.mask((1, 1), ending, END)
+    assert set(np.flatnonzero(np.isfinite(ending)).tolist()) == {6}
+    # 0.6 for going on with the word against 0.4 for a new one (tokens 2, 4, 5, 6, 9)
+    going_on = np.full(10, -np.inf, dtype=np.float32)
+    going_on[[2, 4, 5, 6, 9]] = np.log(0.08)
+    going_on[[7, 8]] = np.log(0.3)
+    template.mask((1, 1), going_on, END)
+    assert set(np.flatnonzero(np.isfinite(going_on)).tolist()) == {6, 7, 8}
+    # a byte piece that continues a character counts with the word; a tie holds it open
+    assert word_open(np.log(np.float32([0.5, 0.5])), np.uint8([WORD_START, CHARACTER]))
+    assert not word_open(np.log(np.float32([0.6, 0.4])), np.uint8([WORD_START, CHARACTER]))
 
 
 def test_a_spent_gap_still_lets_a_character_be_finished():

@@ -22,6 +22,10 @@ current gap. On the next token u:
   cutting the model off mid-word writes "den s." where it meant "den Start."; past that, a
   byte piece that continues a character (`continues` code CHARACTER) is still allowed, since a
   gap that ends inside a character leaves no valid UTF-8 way on (tm_guide.decoding.utf8);
+* that overrun finishes a word, it does not lengthen one the model has finished: a token that
+  continues a word is allowed there only while the model gives the tokens that do not start a
+  word at least the probability of those that do (OPEN_WORD). Otherwise a model denied the
+  new word it wants glues one onto the last: "des" + "inhalts" where it meant "des Inhalts";
 * </s> is allowed only once every template token is produced (k = K) and the last gap holds
   its least.
 
@@ -50,6 +54,8 @@ from tm_guide.pieces.tokenizer import SENTENCEPIECE_SPACE
 # codes of `continues`: a token that starts a word, one that continues it, and a byte piece
 # that continues a character (UTF-8 0x80-0xBF)
 WORD_START, WORD, CHARACTER = 0, 1, 2
+# a bit of RowMask.classes past the codes: WORD only while the model holds the word open
+OPEN_WORD = 3
 MAX_CHARACTER_TAIL = 3  # continuation bytes of one UTF-8 character
 State = tuple[int, int]
 START: State = (0, 0)
@@ -61,7 +67,8 @@ ALL_CLASSES = (1 << WORD_START) | (1 << WORD) | (1 << CHARACTER)
 @dataclass(frozen=True)
 class RowMask:
     """The tokens one row may produce: those whose word mark (`continues` code) is a bit of
-    `classes`, less `deny`, plus `allow` (kept at the row's own log-probability)."""
+    `classes`, less `deny`, plus `allow` (kept at the row's own log-probability). With the bit
+    OPEN_WORD, the class WORD counts only where `word_open` holds for the row."""
 
     classes: int = ALL_CLASSES
     deny: tuple[int, ...] = ()
@@ -71,13 +78,29 @@ class RowMask:
         """Set every token the mask forbids to -inf (one row, in place); without word marks a
         class rule allows every token or none."""
         kept = log_probs[list(self.allow)].copy()
-        if self.classes == 0:
+        classes = self.classes
+        if (
+            continues is not None
+            and classes >> OPEN_WORD & 1
+            and not word_open(log_probs, continues)
+        ):
+            classes &= ~(1 << WORD)
+        if classes == 0:
             log_probs[:] = -np.inf
-        elif self.classes != ALL_CLASSES and continues is not None:
-            log_probs[((self.classes >> continues) & 1) == 0] = -np.inf
+        elif classes != ALL_CLASSES and continues is not None:
+            log_probs[((classes >> continues) & 1) == 0] = -np.inf
         if self.deny:
             log_probs[list(self.deny)] = -np.inf
         log_probs[list(self.allow)] = kept
+
+
+def word_open(log_probs: np.ndarray, continues: np.ndarray) -> bool:
+    """Whether the model, by one row of its log-probabilities, would rather go on with the word
+    it is writing than start a new one: the tokens that do not start a word (`continues` code
+    WORD or CHARACTER) hold at least the probability of those that do (sums in float64)."""
+    p = np.exp(log_probs.astype(np.float64))
+    starts = continues == WORD_START
+    return bool(p[~starts].sum() >= p[starts].sum())
 
 
 @dataclass(frozen=True)
@@ -190,7 +213,7 @@ class TargetTemplate:
         if self.continues is None:
             classes = 0
         elif self.finishing_word(state):
-            classes = ALL_CLASSES & ~(1 << WORD_START)
+            classes = (ALL_CLASSES & ~(1 << WORD_START)) | (1 << OPEN_WORD)
         else:
             classes = 1 << CHARACTER
         return RowMask(classes, (), (allowed,))

@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 from tm_guide.decoding.candidates import PAD, CandidateRequest, Candidates
+from tm_guide.decoding.template import OPEN_WORD, WORD, WORD_START
 from tm_guide.decoding.utf8 import LAST, OWED, Utf8Rule
 
 _LOW32 = (1 << 32) - 1
@@ -117,7 +118,7 @@ def upload(request: CandidateRequest, tables: DeviceTables, vocab: int) -> Uploa
 
 def apply_masks(log_probs: torch.Tensor, rules: Uploaded) -> None:
     """Set every token the template and UTF-8 rules forbid to -inf, in place [rows, vocab]."""
-    allowed = _template_allowed(rules, *log_probs.shape)
+    allowed = _template_allowed(rules, log_probs)
     if rules.utf8_tables is not None:
         assert rules.utf8_mode is not None and rules.utf8_low is not None
         assert rules.utf8_high is not None
@@ -131,13 +132,25 @@ def apply_masks(log_probs: torch.Tensor, rules: Uploaded) -> None:
         log_probs.masked_fill_(~allowed, -torch.inf)
 
 
-def _template_allowed(rules: Uploaded, rows: int, vocab: int) -> torch.Tensor | None:
-    """[rows, vocab] True where the template rule allows the token; None where no row has one."""
+def _template_allowed(rules: Uploaded, log_probs: torch.Tensor) -> torch.Tensor | None:
+    """[rows, vocab] True where the template rule allows the token (by the row's
+    log-probabilities where the rule holds a word open); None where no row has one."""
     if rules.classes is None:
         return None
+    rows, vocab = log_probs.shape
     classes = rules.classes
     if rules.marks is not None and rules.codes_of_row is not None:
-        allowed = ((classes >> rules.marks[rules.codes_of_row]) & 1).bool()
+        codes = rules.marks[rules.codes_of_row]
+        opening = (classes >> OPEN_WORD) & 1
+        if bool(opening.any()):
+            # template.word_open per row: WORD only where the tokens that do not start a word
+            # hold at least the probability of those that do
+            p = log_probs.double().exp()
+            starts = codes == WORD_START
+            open_row = (p * ~starts).sum(1, keepdim=True) >= (p * starts).sum(1, keepdim=True)
+            closed = opening.bool() & ~open_row
+            classes = torch.where(closed, classes & ~(1 << WORD), classes)
+        allowed = ((classes >> codes) & 1).bool()
     else:
         allowed = (classes != 0).expand(rows, vocab)
     widened = torch.zeros(rows, vocab + 1, dtype=torch.bool, device=classes.device)

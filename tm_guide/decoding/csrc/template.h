@@ -2,6 +2,7 @@
 // a repaired TM target's tokens in order and bounds the free tokens in each gap.
 #pragma once
 
+#include <cmath>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -20,9 +21,12 @@ struct Place {
 // codes of Template's `continues` (WORD_START, WORD, CHARACTER in template.py)
 constexpr char kWordStart = 0, kWord = 1, kCharacter = 2;
 constexpr int kAllClasses = (1 << kWordStart) | (1 << kWord) | (1 << kCharacter);
+// a bit of RowMask::classes past the codes: kWord only while the model holds the word open
+// (OPEN_WORD in template.py)
+constexpr int kOpenWord = 3;
 
 // The tokens one row may produce (template.py's RowMask): those whose word mark is a bit of
-// `classes`, less `deny`, plus `allow`.
+// `classes`, less `deny`, plus `allow`; with the bit kOpenWord, kWord only where word_open.
 struct RowMask {
   int classes = kAllClasses;
   std::vector<int> deny, allow;
@@ -113,7 +117,7 @@ class Template {
     if (continues_.empty())
       out.classes = 0;
     else if (finishing_word(place))
-      out.classes = kAllClasses & ~(1 << kWordStart);
+      out.classes = (kAllClasses & ~(1 << kWordStart)) | (1 << kOpenWord);
     else
       out.classes = 1 << kCharacter;
     return out;
@@ -138,8 +142,9 @@ class Template {
     if (continues_.empty()) {
       for (int i = 0; i < vocab; ++i) row[i] = dead;
     } else if (finishing_word(place)) {
+      const bool open = word_open(row, vocab);
       for (int i = 0; i < vocab; ++i)
-        if (continues_[i] == kWordStart) row[i] = dead;
+        if (continues_[i] == kWordStart || (!open && continues_[i] == kWord)) row[i] = dead;
     } else {  // a byte piece may still finish a character (the UTF-8 rule allows no other way)
       for (int i = 0; i < vocab; ++i)
         if (continues_[i] != kCharacter) row[i] = dead;
@@ -151,6 +156,17 @@ class Template {
   // (finishing_word in tm_guide/decoding/template.py).
   bool finishing_word(const Place& place) const {
     return !continues_.empty() && place.g > 0 && place.g < gaps_[place.k] + overrun_;
+  }
+
+  // Whether the model, by one row of its log-probabilities, would rather go on with the word
+  // it is writing than start a new one (word_open in tm_guide/decoding/template.py).
+  bool word_open(const float* row, int vocab) const {
+    double starts = 0.0, rest = 0.0;
+    for (int i = 0; i < vocab; ++i) {
+      const double p = std::exp(static_cast<double>(row[i]));
+      (continues_[i] == kWordStart ? starts : rest) += p;
+    }
+    return rest >= starts;
   }
 
   Place advance(const Place& place, int token) const {
