@@ -98,7 +98,7 @@ def test_device_candidates_equal_the_hosts_on_ties_masks_and_rewards(demo: Bundl
         continues,
         overrun=2,
         ahead=ahead_of([vocabulary[i] for i in tokens], tokens, 3),
-        least=(1,) + (0,) * len(tokens),
+        least=(2,) + (0,) * len(tokens),
         joins=(False, *(not is_mark(vocabulary[i]) for i in tokens)),
     )
     rng = np.random.default_rng(7)

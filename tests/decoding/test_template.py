@@ -98,6 +98,27 @@ def test_a_spent_gap_does_not_lengthen_a_word_the_model_has_finished():
     assert not word_open(np.log(np.float32([0.6, 0.4])), np.uint8([WORD_START, CHARACTER]))
 
 
+def test_a_gap_that_owes_a_token_does_not_glue_it_onto_a_finished_word():
+    """A gap that must hold two tokens makes the model write a second one: after a word the
+    model has finished ("in", where it meant "im"), that is a new word, not "in" + "m"."""
+    continues = np.zeros(10, dtype=np.uint8)
+    continues[[7, 8]] = WORD
+    template = TargetTemplate((5, 6), (0, 3, 0), continues, overrun=2, least=(0, 2, 0))
+    state = template.advance(template.advance(START, 5), 9)
+    assert state == (1, 1) and template.holds_word(state)
+    finished = np.full(10, -4.0, dtype=np.float32)
+    finished[6] = -0.5  # the template's next word, which the gap may not take yet
+    finished[[7, 8]] = -1.5
+    template.mask(state, finished, END)
+    assert set(np.flatnonzero(np.isfinite(finished)).tolist()) == {0, 1, 3, 4, 5, 9}
+    going_on = np.full(10, -4.0, dtype=np.float32)
+    going_on[7] = -0.1
+    template.mask(state, going_on, END)
+    assert set(np.flatnonzero(np.isfinite(going_on)).tolist()) == {0, 1, 3, 4, 5, 7, 8, 9}
+    # once the gap holds what it owes, the model's own choice again
+    assert not template.holds_word((1, 2))
+
+
 def test_a_spent_gap_still_lets_a_character_be_finished():
     """Past the overrun only the template's token may come, and a byte piece that continues a
     character: a gap that ends inside a character has no valid UTF-8 way on."""

@@ -22,10 +22,12 @@ current gap. On the next token u:
   cutting the model off mid-word writes "den s." where it meant "den Start."; past that, a
   byte piece that continues a character (`continues` code CHARACTER) is still allowed, since a
   gap that ends inside a character leaves no valid UTF-8 way on (tm_guide.decoding.utf8);
-* that overrun finishes a word, it does not lengthen one the model has finished: a token that
-  continues a word is allowed there only while the model gives the tokens that do not start a
-  word at least the probability of those that do (OPEN_WORD). Otherwise a model denied the
-  new word it wants glues one onto the last: "des" + "inhalts" where it meant "des Inhalts";
+* where the rule makes the model write on after a free token (a gap that still owes a token,
+  or a spent gap's overrun), a token that continues a word is allowed only while the model
+  gives the tokens that do not start a word at least the probability of those that do
+  (OPEN_WORD, `holds_word`): forced on, a model denied the new word it wants glues pieces
+  onto the word it has finished, "des" + "inhalts" where it meant "des Inhalts", "in" + "m"
+  where a gap owed two tokens;
 * </s> is allowed only once every template token is produced (k = K) and the last gap holds
   its least.
 
@@ -208,6 +210,8 @@ class TargetTemplate:
                 classes = 1 << WORD_START
             if g < self.least_at(k):
                 deny.append(self.tokens[k] if k < len(self.tokens) else end_id)
+            if self.holds_word(state):
+                classes |= 1 << OPEN_WORD
             return RowMask(classes, tuple(deny))
         allowed = self.tokens[k] if k < len(self.tokens) else end_id
         if self.continues is None:
@@ -217,6 +221,15 @@ class TargetTemplate:
         else:
             classes = 1 << CHARACTER
         return RowMask(classes, (), (allowed,))
+
+    def holds_word(self, state: State) -> bool:
+        """Whether the rule makes the model write on at `state` after a free token (the gap
+        still owes one, or its overrun finishes a word), so that a token continuing the word
+        is allowed only while the model holds the word open (OPEN_WORD)."""
+        k, g = state
+        if self.continues is None or g == 0:
+            return False
+        return g < self.least_at(k) if g < self.gaps[k] else self.finishing_word(state)
 
     def finishing_word(self, state: State) -> bool:
         """Whether `state` (its gap spent) may still continue the word the model is writing."""

@@ -111,6 +111,7 @@ class Template {
         out.classes = 1 << kWordStart;
       if (place.g < least_at(place.k))
         out.deny.push_back(place.k < size ? tokens_[place.k] : end_id);
+      if (holds_word(place)) out.classes |= 1 << kOpenWord;
       return out;
     }
     out.allow.push_back(place.k < size ? tokens_[place.k] : end_id);
@@ -127,7 +128,12 @@ class Template {
   void mask(const Place& place, float* row, int vocab, int end_id) const {
     const int size = static_cast<int>(tokens_.size());
     constexpr float dead = -std::numeric_limits<float>::infinity();
+    // read before any token is set to -inf, as RowMask.apply reads the row it is given
+    const bool closed = holds_word(place) && !word_open(row, vocab);
     if (place.g < gaps_[place.k]) {
+      if (closed)
+        for (int i = 0; i < vocab; ++i)
+          if (continues_[i] == kWord) row[i] = dead;
       if (place.k < size) row[end_id] = dead;
       if (!ahead_.empty())
         for (int t : ahead_[place.k]) row[t] = dead;
@@ -142,14 +148,20 @@ class Template {
     if (continues_.empty()) {
       for (int i = 0; i < vocab; ++i) row[i] = dead;
     } else if (finishing_word(place)) {
-      const bool open = word_open(row, vocab);
       for (int i = 0; i < vocab; ++i)
-        if (continues_[i] == kWordStart || (!open && continues_[i] == kWord)) row[i] = dead;
+        if (continues_[i] == kWordStart || (closed && continues_[i] == kWord)) row[i] = dead;
     } else {  // a byte piece may still finish a character (the UTF-8 rule allows no other way)
       for (int i = 0; i < vocab; ++i)
         if (continues_[i] != kCharacter) row[i] = dead;
     }
     row[allowed] = kept;
+  }
+
+  // Whether the rule makes the model write on at `place` after a free token, so that a token
+  // continuing the word needs word_open (holds_word in tm_guide/decoding/template.py).
+  bool holds_word(const Place& place) const {
+    if (continues_.empty() || place.g == 0) return false;
+    return place.g < gaps_[place.k] ? place.g < least_at(place.k) : finishing_word(place);
   }
 
   // Whether `place` (its gap spent) may still continue the word the model is writing
