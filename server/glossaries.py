@@ -6,9 +6,11 @@ kept, since a glossary is small and read by every request that names it. An entr
 to a sentence is enforced in two steps:
 
 1. Where the translation holds the model's own translation of the source term (the term decoded
-   alone: "file" -> "Datei"), that word is replaced by the glossary's ("Akte"). The sentence
-   around it stays the model's: rewarding the term instead draws it to wherever the reward is
-   cheapest, often the start of the sentence.
+   alone: "file" -> "Datei"), that word is replaced by the glossary's ("Akte"). So is the source
+   term left untranslated, or a word that spells it nearly (a name copied and bent: "Brasil"
+   for Brazil, "Tanzanien" for Tanzania). The sentence around it stays the model's: rewarding
+   the term instead draws it to wherever the reward is cheapest, often the start of the
+   sentence.
 2. A sentence still lacking a term (the model wrote an inflected or another word) is decoded
    again with the term's n-grams as pieces the search is rewarded for (tm_guide.pieces.terms),
    and takes that translation if it holds more of its terms and the model does not score it
@@ -22,6 +24,8 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
+
+from rapidfuzz import fuzz
 
 from tm_guide.pieces.terms import with_terms
 from tm_guide.server.results import PieceUse, TermUse, Translation
@@ -38,6 +42,12 @@ TERM_SCORE = 1.0
 TERM_RETRY_MAX_LOSS = 0.2
 # a term's own translation longer than this many words is a sentence, not a word to swap
 _MAX_OWN_WORDS = 4
+# a word of the translation spells a one-word source term of NEAR_SOURCE_LETTERS or more
+# nearly from this rapidfuzz ratio (0-100) up: "Brasil" for Brazil is 83, "Tanzanien" for
+# Tanzania 82, "Streams" for stream 92; a German word is below ("sicheren" for secure 57). A
+# short term is too near too many words to be told by spelling ("Daten" for date is 89).
+NEAR_SOURCE_RATIO = 80.0
+NEAR_SOURCE_LETTERS = 6
 
 _cache: dict[tuple[str, int, int], Glossary] = {}
 _cache_lock = threading.Lock()
@@ -136,6 +146,8 @@ def swap_own_words(
             if found is not None:
                 break
         if found is None:
+            found = _near_word(term.source, text)
+        if found is None:
             continue
         start, end = found.start(), found.end()
         target = _cased_as(term.target, found.group(), at_start=start == 0)
@@ -152,6 +164,24 @@ def _whole_word(word: str, text: str) -> re.Match[str] | None:
         if not any(start < found.end() and found.start() < end for start, end in spans):
             return found
     return None
+
+
+def _near_word(source: str, text: str) -> re.Match[str] | None:
+    """The word of `text` (outside code) that spells the one-word `source` most nearly, at
+    NEAR_SOURCE_RATIO or more; None if none does, or the term has more than one word or fewer
+    than NEAR_SOURCE_LETTERS letters."""
+    source = source.strip()
+    if not re.fullmatch(r"\w+", source) or len(source) < NEAR_SOURCE_LETTERS:
+        return None
+    spans = code_spans(text)
+    best, best_ratio = None, NEAR_SOURCE_RATIO
+    for found in re.finditer(r"\w+", text):
+        if any(start < found.end() and found.start() < end for start, end in spans):
+            continue
+        ratio = fuzz.ratio(found.group().casefold(), source.casefold())
+        if ratio >= best_ratio and (best is None or ratio > best_ratio):
+            best, best_ratio = found, ratio
+    return best
 
 
 def _cased_as(target: str, replaced: str, at_start: bool) -> str:
