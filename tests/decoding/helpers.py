@@ -113,8 +113,8 @@ def template_variants(vocabulary, plain):  # type: ignore[no-untyped-def]
     owing (a gap holds at least one token where the source changed)."""
     from dataclasses import replace
 
-    from tm_guide.decoding.template import ahead_of
-    from tm_guide.pieces.repair import continuation_mask, is_mark
+    from tm_guide.decoding.template import ahead_of, glues_on
+    from tm_guide.pieces.repair import continuation_mask
 
     continues = continuation_mask(vocabulary)
     finishing = [replace(t, continues=continues, overrun=4) for t in plain]
@@ -122,7 +122,7 @@ def template_variants(vocabulary, plain):  # type: ignore[no-untyped-def]
         replace(
             t,
             ahead=ahead_of([vocabulary[i] for i in t.tokens], t.tokens, 3),
-            joins=(False, *(not is_mark(vocabulary[i]) for i in t.tokens)),
+            joins=(False, *(glues_on(vocabulary[i]) for i in t.tokens)),
         )
         for t in finishing
     ]

@@ -19,10 +19,17 @@ from tm_guide.decoding.search import (
     python_beam_search,
     top_candidates,
 )
-from tm_guide.decoding.template import OPEN_WORD, WORD_START, TargetTemplate, ahead_of, word_open
+from tm_guide.decoding.template import (
+    OPEN_WORD,
+    WORD_START,
+    TargetTemplate,
+    ahead_of,
+    glues_on,
+    word_open,
+)
 from tm_guide.decoding.utf8 import Utf8Rule, byte_ids
 from tm_guide.model import Bundle
-from tm_guide.pieces.repair import continuation_mask, is_mark
+from tm_guide.pieces.repair import continuation_mask
 
 torch = pytest.importorskip("torch")
 from tm_guide.decoding.torch_candidates import DeviceTables, select, upload  # noqa: E402
@@ -99,7 +106,7 @@ def test_device_candidates_equal_the_hosts_on_ties_masks_and_rewards(demo: Bundl
         overrun=2,
         ahead=ahead_of([vocabulary[i] for i in tokens], tokens, 3),
         least=(2,) + (0,) * len(tokens),
-        joins=(False, *(not is_mark(vocabulary[i]) for i in tokens)),
+        joins=(False, *(glues_on(vocabulary[i]) for i in tokens)),
     )
     rng = np.random.default_rng(7)
     opened: set[bool] = set()

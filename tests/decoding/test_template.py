@@ -17,6 +17,7 @@ from tm_guide.decoding.template import (
     WORD,
     WORD_START,
     TargetTemplate,
+    glues_on,
     word_open,
 )
 from tm_guide.errors import InvalidInput
@@ -117,6 +118,32 @@ def test_a_gap_that_owes_a_token_does_not_glue_it_onto_a_finished_word():
     assert set(np.flatnonzero(np.isfinite(going_on)).tolist()) == {0, 1, 3, 4, 5, 7, 8, 9}
     # once the gap holds what it owes, the model's own choice again
     assert not template.holds_word((1, 2))
+
+
+def test_a_gap_glues_nothing_onto_a_kept_word_or_a_closing_bracket():
+    """A gap's first token starts a word after a kept word and after a closing bracket or
+    quotation mark ("(Rad)s Winkel"), and may continue one after other punctuation ("13.11",
+    "Kopf-/Fußzeile")."""
+    assert [glues_on(t) for t in ["▁der", "zeile", ")", "»", "”", "▁(", ".", "-", "/"]] == [
+        True,
+        True,
+        True,
+        True,
+        True,
+        False,
+        False,
+        False,
+        False,
+    ]
+    tokens = ["▁im", "▁(", "R", "ad", ")", "."]
+    index = {t: i for i, t in enumerate(tokens, start=3)} | {"s": 10}
+    continues = np.zeros(11, dtype=np.uint8)
+    continues[[5, 6, 10]] = WORD
+    template = TargetTemplate.from_tokens(tokens, [0, 0, 0, 0, 0, 1, 0], index, continues)
+    assert template is not None and template.joins == (False, True, False, True, True, True, False)
+    row = np.zeros(11, dtype=np.float32)
+    template.mask((5, 0), row, END)  # after ")": no "s" glued on
+    assert not np.isfinite(row[10]) and np.isfinite(row[8])
 
 
 def test_a_spent_gap_still_lets_a_character_be_finished():

@@ -13,9 +13,10 @@ current gap. On the next token u:
   words the template writes next (`ahead[k]`): a gap that writes them copies them ("das Werkzeug
   dieses Werkzeug");
 * a token that continues a word is not allowed first in a gap after a template token that is
-  part of a word (`joins[k]`: not punctuation, after which such a token starts a word, as "11"
-  in "13.11"): a kept word is the match's own, and a piece glued to it writes "diedatei" where
-  the match had "die Videodatei";
+  part of a word or closes a bracket or a quotation (`joins[k]`, `glues_on`; after other
+  punctuation such a token starts a word, as "11" in "13.11"): a kept word is the match's own,
+  and a piece glued to it writes "diedatei" where the match had "die Videodatei", or "(Rad)s
+  Winkel" after a bracket;
 * once the gap is spent (g >= gaps[k]) but the word the model is writing is not finished (g > 0),
   a token that continues a word (`continues`: no word-start mark) is allowed for up to
   `overrun` more tokens and moves to (k, g + 1): a gap is sized in tokens, a word is not, and
@@ -159,7 +160,7 @@ class TargetTemplate:
         if not ids or -1 in ids:
             return None
         ahead = ahead_of(tokens, ids, lookahead) if lookahead > 0 else ()
-        joins = (False,) + tuple(not is_mark(token) for token in tokens)
+        joins = (False,) + tuple(glues_on(token) for token in tokens)
         return cls(
             ids,
             tuple(int(g) for g in gaps),
@@ -273,6 +274,16 @@ class TargetTemplate:
             state = self.advance(state, token)
             which.append(k if state[0] > k else None)
         return which
+
+
+# marks after which a word never goes on without a space: closing brackets and quotation marks
+_CLOSING = frozenset(")]}»”’›")
+
+
+def glues_on(token: str) -> bool:
+    """Whether a token that continues a word, written right after `token`, would be glued to it:
+    `token` is part of a word, or ends in a closing bracket or quotation mark ("(Rad)s")."""
+    return not is_mark(token) or token[-1] in _CLOSING
 
 
 def ahead_of(
