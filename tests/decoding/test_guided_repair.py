@@ -195,3 +195,20 @@ def test_tm_guide_translate_with_a_memory_repairs_as_the_server_does(  # type: i
     assert capsys.readouterr().out.splitlines() == plain
     assert main([*plain_args, "--lambda", "2"]) == 1
     assert "--memory" in capsys.readouterr().err
+
+
+def test_a_match_whose_code_word_changed_keeps_its_own_characters(tmp_path, demo):  # type: ignore[no-untyped-def]
+    """A code word the input changes is changed in the match (tm_guide.pieces.code_words), so
+    the match's pieces are no longer the target's at their positions; the kept ones still are,
+    in order, and keep the target's "…" (the normalizer's "..." otherwise)."""
+    memory_pairs = [
+        ("Run the COPY command…", "Führen Sie den Befehl COPY aus…"),
+        ("Run the command.", "Führen Sie den Befehl aus."),
+        ("Copies the selected text.", "Kopiert den ausgewählten Text."),
+    ]
+    with aligned_memory(tmp_path, demo, "code", memory_pairs) as (store, memory):
+        translator = GuidedTranslator(demo, store)
+        [result] = translator.translate(["Run the MOVE command…"], _options(memory, "auto", 0.5))
+    assert result.repaired_segment is not None
+    assert "MOVE" in result.translation and "COPY" not in result.translation
+    assert result.translation.endswith("…"), result.translation

@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from difflib import SequenceMatcher
 from typing import Any
 
 from tm_guide.decoding.candidates import CandidateStepDecoder
@@ -677,19 +678,23 @@ class GuidedTranslator:
         self, tokens: list[str], which: list[int | None], found: Any
     ) -> tuple[str, list[int] | None]:
         """The output of a repaired match, its kept tokens in the match target's own
-        characters (the SentencePiece normalizer may have changed them: "…" to "..."); plain
-        detokenization when the target no longer splits into the pieces it was aligned as."""
+        characters (the SentencePiece normalizer may have changed them: "…" to "..."). Where
+        the kept tokens are no longer the target's pieces at their positions (a code word the
+        input changed was changed in the match: tm_guide.pieces.code_words), those that are
+        the target's, in order, keep its characters, and the others are detokenized."""
         template = found.template
         target = next(
             m.segment.target for m in found.matches if m.segment.id == template.segment_id
         )
         pieces, surfaces = self.bundle.target_surfaces(target)
-        if any(
-            p >= len(pieces) or pieces[p] != t
-            for p, t in zip(template.positions, template.tokens, strict=True)
-        ):
-            return self.bundle.decode_target(tokens), None
-        own = [surfaces[template.positions[k]] if k is not None else None for k in which]
+        kept = list(template.tokens)
+        positions = zip(template.positions, kept, strict=True)
+        if all(p < len(pieces) and pieces[p] == t for p, t in positions):
+            at = dict(enumerate(template.positions))
+        else:
+            blocks = SequenceMatcher(None, pieces, kept, autojunk=False).get_matching_blocks()
+            at = {b + i: a + i for a, b, size in blocks for i in range(size)}
+        own = [surfaces[at[k]] if k is not None and k in at else None for k in which]
         rendered: tuple[str, list[int] | None] = self.bundle.render_target(tokens, own)
         return rendered
 
