@@ -20,7 +20,6 @@ from tm_guide.decoding.search import (
     top_candidates,
 )
 from tm_guide.decoding.template import (
-    LEAVE_CLOSED,
     OPEN_WORD,
     WORD_START,
     TargetTemplate,
@@ -110,11 +109,10 @@ def test_device_candidates_equal_the_hosts_on_ties_masks_and_rewards(demo: Bundl
         joins=(False, *(glues_on(vocabulary[i]) for i in tokens)),
     )
     rng = np.random.default_rng(7)
-    opened: set[tuple[int, bool]] = set()
+    opened: set[bool] = set()
     groups, per = 6, 4
     rows = groups * per
-    last = len(tokens)
-    states = [(0, 0), (0, 1), (0, 2), (1, 0), (2, 1), (last, 0), (last, 3), (1, 0), (last, 1)]
+    states = [(0, 0), (0, 1), (0, 2), (1, 0), (2, 1), (len(tokens), 0), (len(tokens), 3), (1, 0)]
     for trial in range(6):
         log_probs = np.round(rng.normal(-8, 3, size=(rows, vocab)) * 8) / 8
         log_probs = log_probs.astype(np.float32)
@@ -130,10 +128,8 @@ def test_device_candidates_equal_the_hosts_on_ties_masks_and_rewards(demo: Bundl
             for row in range(rows)
         ]
         for entry, row_log_probs in zip(masks_of_rows, log_probs, strict=True):
-            if entry is not None and entry[0].classes & (1 << OPEN_WORD | 1 << LEAVE_CLOSED):
-                opened.add(
-                    (entry[0].classes >> LEAVE_CLOSED & 1, word_open(row_log_probs, continues))
-                )
+            if entry is not None and entry[0].classes >> OPEN_WORD & 1:
+                opened.add(word_open(row_log_probs, continues))
         utf8_rules = [
             None if row % 5 == 0 else (3, 0x80, 0xBF) if row % 5 == 1 else (1 + row % 2, 0, 0)
             for row in range(rows)
@@ -160,9 +156,7 @@ def test_device_candidates_equal_the_hosts_on_ties_masks_and_rewards(demo: Bundl
         rows_of = top // vocab + (np.arange(groups) * per)[:, None]
         np.testing.assert_array_equal(found.log_probs, masked[rows_of, top % vocab])
         np.testing.assert_array_equal(found.first_column, masked[:, 0])
-    # both rules (a word held open or not, a gap left or not) meet both kinds of rows
-    assert {open_ for _, open_ in opened} == {True, False}
-    assert {open_ for leaving, open_ in opened if leaving} == {True, False}
+    assert opened == {True, False}
 
 
 def _wordy_templates(bundle: Bundle, inputs):  # type: ignore[no-untyped-def]

@@ -29,9 +29,6 @@ current gap. On the next token u:
   (OPEN_WORD, `holds_word`): forced on, a model denied the new word it wants glues pieces
   onto the word it has finished, "des" + "inhalts" where it meant "des Inhalts", "in" + "m"
   where a gap owed two tokens;
-* the other way round, after a free token a gap is left (its template token, or </s> after the
-  last) only while the model does not hold its word open (LEAVE_CLOSED, `leaves_closed`):
-  leaving mid-word cuts the word, "Ver vergrößern" where the gap began "Vergrößert";
 * </s> is allowed only once every template token is produced (k = K) and the last gap holds
   its least.
 
@@ -60,9 +57,8 @@ from tm_guide.pieces.tokenizer import SENTENCEPIECE_SPACE
 # codes of `continues`: a token that starts a word, one that continues it, and a byte piece
 # that continues a character (UTF-8 0x80-0xBF)
 WORD_START, WORD, CHARACTER = 0, 1, 2
-# bits of RowMask.classes past the codes: WORD only while the model holds its word open, and
-# the tokens of `allow` (those that leave a gap) only while it does not
-OPEN_WORD, LEAVE_CLOSED = 3, 4
+# a bit of RowMask.classes past the codes: WORD only while the model holds the word open
+OPEN_WORD = 3
 MAX_CHARACTER_TAIL = 3  # continuation bytes of one UTF-8 character
 State = tuple[int, int]
 START: State = (0, 0)
@@ -75,8 +71,7 @@ ALL_CLASSES = (1 << WORD_START) | (1 << WORD) | (1 << CHARACTER)
 class RowMask:
     """The tokens one row may produce: those whose word mark (`continues` code) is a bit of
     `classes`, less `deny`, plus `allow` (kept at the row's own log-probability). With the bit
-    OPEN_WORD, the class WORD counts only where `word_open` holds for the row; with the bit
-    LEAVE_CLOSED, `allow` is denied instead where it holds."""
+    OPEN_WORD, the class WORD counts only where `word_open` holds for the row."""
 
     classes: int = ALL_CLASSES
     deny: tuple[int, ...] = ()
@@ -87,19 +82,19 @@ class RowMask:
         class rule allows every token or none."""
         kept = log_probs[list(self.allow)].copy()
         classes = self.classes
-        opened = False  # the model holds its word open, where a bit asks
-        if continues is not None and classes & (1 << OPEN_WORD | 1 << LEAVE_CLOSED):
-            opened = word_open(log_probs, continues)
-            if classes >> OPEN_WORD & 1 and not opened:
-                classes &= ~(1 << WORD)
+        if (
+            continues is not None
+            and classes >> OPEN_WORD & 1
+            and not word_open(log_probs, continues)
+        ):
+            classes &= ~(1 << WORD)
         if classes == 0:
             log_probs[:] = -np.inf
         elif classes != ALL_CLASSES and continues is not None:
             log_probs[((classes >> continues) & 1) == 0] = -np.inf
         if self.deny:
             log_probs[list(self.deny)] = -np.inf
-        leaving_closed = classes >> LEAVE_CLOSED & 1
-        log_probs[list(self.allow)] = -np.inf if leaving_closed and opened else kept
+        log_probs[list(self.allow)] = kept
 
 
 def word_open(log_probs: np.ndarray, continues: np.ndarray) -> bool:
@@ -215,37 +210,18 @@ class TargetTemplate:
             if g == 0 and self.joins and self.joins[k] and self.continues is not None:
                 classes = 1 << WORD_START
             if g < self.least_at(k):
-                deny.append(self.leaving(state, end_id))
+                deny.append(self.tokens[k] if k < len(self.tokens) else end_id)
             if self.holds_word(state):
                 classes |= 1 << OPEN_WORD
-            if self.leaves_closed(state):
-                leaving = self.leaving(state, end_id)
-                return RowMask(classes | 1 << LEAVE_CLOSED, tuple(deny), (leaving,))
             return RowMask(classes, tuple(deny))
-        allowed = self.leaving(state, end_id)
+        allowed = self.tokens[k] if k < len(self.tokens) else end_id
         if self.continues is None:
             classes = 0
         elif self.finishing_word(state):
-            classes = (ALL_CLASSES & ~(1 << WORD_START)) | 1 << OPEN_WORD | 1 << LEAVE_CLOSED
+            classes = (ALL_CLASSES & ~(1 << WORD_START)) | (1 << OPEN_WORD)
         else:
             classes = 1 << CHARACTER
         return RowMask(classes, (), (allowed,))
-
-    def leaving(self, state: State, end_id: int) -> int:
-        """The token that ends the gap `state` is in: the next template token, or </s>."""
-        return self.tokens[state[0]] if state[0] < len(self.tokens) else end_id
-
-    def leaves_closed(self, state: State) -> bool:
-        """Whether the gap may be left at `state` only where the model does not hold the word
-        it is writing open (LEAVE_CLOSED): after a free token, once the gap holds what it owes,
-        where the token that leaves it starts a word (a kept piece that goes on with a word,
-        "var" after "/", ends no word); a spent gap whose overrun is used up must be left."""
-        k, g = state
-        if self.continues is None or g == 0:
-            return False
-        if k < len(self.tokens) and self.continues[self.tokens[k]] != WORD_START:
-            return False
-        return g >= self.least_at(k) if g < self.gaps[k] else self.finishing_word(state)
 
     def holds_word(self, state: State) -> bool:
         """Whether the rule makes the model write on at `state` after a free token (the gap

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from tm_guide.decoding.candidates import PAD, CandidateRequest, Candidates
-from tm_guide.decoding.template import LEAVE_CLOSED, OPEN_WORD, WORD, WORD_START
+from tm_guide.decoding.template import OPEN_WORD, WORD, WORD_START
 from tm_guide.decoding.utf8 import LAST, OWED, Utf8Rule
 
 _LOW32 = (1 << 32) - 1
@@ -139,19 +139,17 @@ def _template_allowed(rules: Uploaded, log_probs: torch.Tensor) -> torch.Tensor 
         return None
     rows, vocab = log_probs.shape
     classes = rules.classes
-    leaving_open = torch.zeros_like(classes, dtype=torch.bool)  # LEAVE_CLOSED, word open
     if rules.marks is not None and rules.codes_of_row is not None:
         codes = rules.marks[rules.codes_of_row]
-        opening = ((classes >> OPEN_WORD) & 1).bool()
-        leaving = ((classes >> LEAVE_CLOSED) & 1).bool()
-        if bool((opening | leaving).any()):
-            # template.word_open per row: the tokens that do not start a word hold at least
-            # the probability of those that do
+        opening = (classes >> OPEN_WORD) & 1
+        if bool(opening.any()):
+            # template.word_open per row: WORD only where the tokens that do not start a word
+            # hold at least the probability of those that do
             p = log_probs.double().exp()
             starts = codes == WORD_START
             open_row = (p * ~starts).sum(1, keepdim=True) >= (p * starts).sum(1, keepdim=True)
-            classes = torch.where(opening & ~open_row, classes & ~(1 << WORD), classes)
-            leaving_open = leaving & open_row
+            closed = opening.bool() & ~open_row
+            classes = torch.where(closed, classes & ~(1 << WORD), classes)
         allowed = ((classes >> codes) & 1).bool()
     else:
         allowed = (classes != 0).expand(rows, vocab)
@@ -160,7 +158,7 @@ def _template_allowed(rules: Uploaded, log_probs: torch.Tensor) -> torch.Tensor 
     if rules.deny is not None:
         widened.scatter_(1, rules.deny, False)
     if rules.allow is not None:
-        widened.scatter_(1, rules.allow, (~leaving_open).expand_as(rules.allow))
+        widened.scatter_(1, rules.allow, True)
     return widened[:, :vocab]
 
 

@@ -21,14 +21,12 @@ struct Place {
 // codes of Template's `continues` (WORD_START, WORD, CHARACTER in template.py)
 constexpr char kWordStart = 0, kWord = 1, kCharacter = 2;
 constexpr int kAllClasses = (1 << kWordStart) | (1 << kWord) | (1 << kCharacter);
-// bits of RowMask::classes past the codes: kWord only while the model holds its word open, and
-// `allow` (the tokens that leave a gap) only while it does not (OPEN_WORD, LEAVE_CLOSED in
-// template.py)
-constexpr int kOpenWord = 3, kLeaveClosed = 4;
+// a bit of RowMask::classes past the codes: kWord only while the model holds the word open
+// (OPEN_WORD in template.py)
+constexpr int kOpenWord = 3;
 
 // The tokens one row may produce (template.py's RowMask): those whose word mark is a bit of
-// `classes`, less `deny`, plus `allow`; with the bit kOpenWord, kWord only where word_open,
-// with kLeaveClosed, `allow` denied where word_open.
+// `classes`, less `deny`, plus `allow`; with the bit kOpenWord, kWord only where word_open.
 struct RowMask {
   int classes = kAllClasses;
   std::vector<int> deny, allow;
@@ -114,17 +112,13 @@ class Template {
       if (place.g < least_at(place.k))
         out.deny.push_back(place.k < size ? tokens_[place.k] : end_id);
       if (holds_word(place)) out.classes |= 1 << kOpenWord;
-      if (leaves_closed(place)) {
-        out.classes |= 1 << kLeaveClosed;
-        out.allow.push_back(place.k < size ? tokens_[place.k] : end_id);
-      }
       return out;
     }
     out.allow.push_back(place.k < size ? tokens_[place.k] : end_id);
     if (continues_.empty())
       out.classes = 0;
     else if (finishing_word(place))
-      out.classes = (kAllClasses & ~(1 << kWordStart)) | (1 << kOpenWord) | (1 << kLeaveClosed);
+      out.classes = (kAllClasses & ~(1 << kWordStart)) | (1 << kOpenWord);
     else
       out.classes = 1 << kCharacter;
     return out;
@@ -135,25 +129,22 @@ class Template {
     const int size = static_cast<int>(tokens_.size());
     constexpr float dead = -std::numeric_limits<float>::infinity();
     // read before any token is set to -inf, as RowMask.apply reads the row it is given
-    const bool holds = holds_word(place), leaves = leaves_closed(place);
-    const bool open = (holds || leaves) && word_open(row, vocab);
-    const bool closed = holds && !open;
-    const int leaving = place.k < size ? tokens_[place.k] : end_id;
+    const bool closed = holds_word(place) && !word_open(row, vocab);
     if (place.g < gaps_[place.k]) {
       if (closed)
         for (int i = 0; i < vocab; ++i)
           if (continues_[i] == kWord) row[i] = dead;
-      if (leaves && open) row[leaving] = dead;
       if (place.k < size) row[end_id] = dead;
       if (!ahead_.empty())
         for (int t : ahead_[place.k]) row[t] = dead;
       if (place.g == 0 && !joins_.empty() && joins_[place.k] && !continues_.empty())
         for (int i = 0; i < vocab; ++i)
           if (continues_[i] != kWordStart) row[i] = dead;
-      if (place.g < least_at(place.k)) row[leaving] = dead;
+      if (place.g < least_at(place.k)) row[place.k < size ? tokens_[place.k] : end_id] = dead;
       return;
     }
-    const float kept = row[leaving];
+    const int allowed = place.k < size ? tokens_[place.k] : end_id;
+    const float kept = row[allowed];
     if (continues_.empty()) {
       for (int i = 0; i < vocab; ++i) row[i] = dead;
     } else if (finishing_word(place)) {
@@ -163,16 +154,7 @@ class Template {
       for (int i = 0; i < vocab; ++i)
         if (continues_[i] != kCharacter) row[i] = dead;
     }
-    row[leaving] = leaves && open ? dead : kept;
-  }
-
-  // Whether the gap may be left at `place` only while the model does not hold its word open
-  // (leaves_closed in tm_guide/decoding/template.py).
-  bool leaves_closed(const Place& place) const {
-    if (continues_.empty() || place.g == 0) return false;
-    if (place.k < static_cast<int>(tokens_.size()) && continues_[tokens_[place.k]] != kWordStart)
-      return false;
-    return place.g < gaps_[place.k] ? place.g >= least_at(place.k) : finishing_word(place);
+    row[allowed] = kept;
   }
 
   // Whether the rule makes the model write on at `place` after a free token, so that a token
