@@ -73,6 +73,9 @@ class Uploaded:
     allow: torch.Tensor | None = None
     codes_of_row: torch.Tensor | None = None
     marks: torch.Tensor | None = None
+    # the rows whose class WORD holds only while the model holds its word open (OPEN_WORD),
+    # found on the host, so that the device neither syncs to find them nor sums other rows
+    opening_rows: torch.Tensor | None = None
     # the UTF-8 rule: mode, lowest and highest byte per row, and the rule's vectors
     utf8_mode: torch.Tensor | None = None
     utf8_low: torch.Tensor | None = None
@@ -101,6 +104,9 @@ def upload(request: CandidateRequest, tables: DeviceTables, vocab: int) -> Uploa
         if masks.marks:
             fields["marks"] = tables.marks(masks.marks)
             fields["codes_of_row"] = on(masks.marks_of_row)
+        opening = np.flatnonzero((masks.classes >> OPEN_WORD) & 1)
+        if opening.size:
+            fields["opening_rows"] = on(opening)
     if masks is not None and masks.utf8 is not None and bool((masks.utf8_mode != 0).any()):
         fields["utf8_mode"] = on(masks.utf8_mode)[:, None]
         fields["utf8_low"] = on(masks.utf8_low)[:, None]
@@ -141,14 +147,14 @@ def _template_allowed(rules: Uploaded, log_probs: torch.Tensor) -> torch.Tensor 
     classes = rules.classes
     if rules.marks is not None and rules.codes_of_row is not None:
         codes = rules.marks[rules.codes_of_row]
-        opening = (classes >> OPEN_WORD) & 1
-        if bool(opening.any()):
-            # template.word_open per row: WORD only where the tokens that do not start a word
-            # hold at least the probability of those that do
-            p = log_probs.double().exp()
-            starts = codes == WORD_START
-            open_row = (p * ~starts).sum(1, keepdim=True) >= (p * starts).sum(1, keepdim=True)
-            closed = opening.bool() & ~open_row
+        if rules.opening_rows is not None:
+            # template.word_open on those rows: WORD only where the tokens that do not start a
+            # word hold at least the probability of those that do
+            rows_open = rules.opening_rows
+            p = log_probs[rows_open].double().exp()
+            starts = codes[rows_open] == WORD_START
+            closed = torch.zeros_like(classes, dtype=torch.bool)
+            closed[rows_open, 0] = (p * ~starts).sum(1) < (p * starts).sum(1)
             classes = torch.where(closed, classes & ~(1 << WORD), classes)
         allowed = ((classes >> codes) & 1).bool()
     else:
