@@ -161,9 +161,14 @@ def _whole_word(word: str, text: str) -> re.Match[str] | None:
     code (tm_guide.text.glossary.code_spans)."""
     spans = code_spans(text)
     for found in re.finditer(r"(?<!\w)" + re.escape(word) + r"(?!\w)", text, re.IGNORECASE):
-        if not any(start < found.end() and found.start() < end for start, end in spans):
+        if not _in_code(found, spans):
             return found
     return None
+
+
+def _in_code(found: re.Match[str], spans: Sequence[tuple[int, int]]) -> bool:
+    """Whether `found` overlaps one of the code spans of its text (code_spans)."""
+    return any(start < found.end() and found.start() < end for start, end in spans)
 
 
 def _near_word(source: str, text: str) -> re.Match[str] | None:
@@ -176,7 +181,7 @@ def _near_word(source: str, text: str) -> re.Match[str] | None:
     spans = code_spans(text)
     best, best_ratio = None, NEAR_SOURCE_RATIO
     for found in re.finditer(r"\w+", text):
-        if any(start < found.end() and found.start() < end for start, end in spans):
+        if _in_code(found, spans):
             continue
         ratio = fuzz.ratio(found.group().casefold(), source.casefold())
         if ratio >= best_ratio and (best is None or ratio > best_ratio):
