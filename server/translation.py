@@ -195,11 +195,12 @@ def translations_of(
 
         offsets = None
         if result.matched_pieces:
-            offsets = (
-                result.offsets
-                if result.repaired_segment is not None
-                else translator.bundle.target_offsets(result.tokens)
-            )
+            offsets = result.offsets
+            if (
+                offsets is None
+                and translator.bundle.decode_target(result.tokens) == result.translation
+            ):
+                offsets = translator.bundle.target_offsets(result.tokens)
         used = tuple(
             PieceUse(
                 text=translator.bundle.decode_target(list(piece.tokens)),

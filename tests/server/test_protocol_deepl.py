@@ -396,3 +396,30 @@ def test_choices_are_read_in_any_case_as_deepl_reads_them(server, keys) -> None:
     assert translation["billed_characters"] == len("<b>Hi</b>")
     assert translation["model_type_used"] == "latency_optimized"
     assert translation["text"].startswith("<b>") and translation["text"].endswith("</b>")
+
+
+def test_characters_the_normalizer_changed_come_back(server, keys) -> None:
+    """The model reads "m²" as "m2", "…" as "...", "™" as "TM" and a no-break space as a space,
+    and writes them so; the translator gets the source's characters, guided by a memory or
+    not."""
+    client = translator(server, keys["admin"])
+    texts = [
+        "The room is 10\u00a0m² large.",
+        "Choose Save As… to save the file.",
+        "LibreOffice™ is free.",
+    ]
+    plain = [r.text for r in client.translate_text(texts, source_lang="EN", target_lang="DE")]
+    assert "10\u00a0m²" in plain[0] and "m2" not in plain[0], plain
+    assert "…" in plain[1] and "..." not in plain[1], plain
+    assert "LibreOffice™" in plain[2] and "TM" not in plain[2], plain
+    create_memory(server.client, "symbols")
+    add_segment(
+        server.client,
+        "symbols",
+        "Choose Save As… to save the document.",
+        "Wählen Sie Speichern unter…, um das Dokument zu speichern.",
+    )
+    suggested = server.client.post(
+        "/v1/suggest", {"source": texts[1], "memories": ["symbols"]}
+    ).json["results"][0]["translation"]
+    assert "…" in suggested["text"] and "..." not in suggested["text"], suggested

@@ -169,7 +169,9 @@ class GuidedResult:
     best_match_similarity: float | None = None
     repaired_segment: int | None = None  # the TM segment whose target the output repairs
     # where each token starts in `translation`, plus its length, when the text is not the plain
-    # detokenization of `tokens` (a repaired match keeps its target's own characters)
+    # detokenization of `tokens` (a repaired match keeps its target's own characters, a
+    # translation the source's where the normalizer changed them); unknown (None) too for a
+    # match served as it is, whose text may not be its tokens' detokenization
     offsets: list[int] | None = None
     # the candidates of a close match and the one served (TranslateOptions.choice)
     choice: Choice | None = None
@@ -188,9 +190,10 @@ class Alternative:
 
 @dataclass
 class PreparedSentence:
-    """A sentence ready for the search: its source tokens, the pieces collected for it and what
-    the search makes of them (None for a sentence that goes to native search)."""
+    """A sentence ready for the search: its text and source tokens, the pieces collected for it
+    and what the search makes of them (None for a sentence that goes to native search)."""
 
+    source: str
     tokens: list[str]
     pieces: Any  # TranslationPieces or None
     reward: PieceReward | None
@@ -384,7 +387,7 @@ class GuidedTranslator:
             reward = reward or None
             alternatives = self._alternatives(found, reward, template, options)
             prepared.append(
-                PreparedSentence(tokens, found, reward, template, timings, alternatives)
+                PreparedSentence(sentence, tokens, found, reward, template, timings, alternatives)
             )
         return prepared
 
@@ -592,9 +595,14 @@ class GuidedTranslator:
             found = one.pieces
             timings["total"] = sum(timings.values())
             template = one.template if outcome.guided else None
-            text, offsets = self.bundle.decode_target(tokens), None
             if template is not None:
                 text, offsets = self._render_repair(tokens, template.follow(output), found)
+                restored = self.bundle.restored(one.source, text)
+                if offsets is not None:
+                    offsets = [restored.moved(offset) for offset in offsets]
+                text = restored.text
+            else:
+                text, offsets = self._spelled(one.source, tokens)
             unguided = outcome.unguided
             result = GuidedResult(
                 translation=text,
@@ -605,9 +613,7 @@ class GuidedTranslator:
                 guided=outcome.guided,
                 engine=outcome.engine if outcome.guided else NATIVE,
                 unguided_translation=(
-                    self.bundle.decode_target(
-                        [self.target_vocabulary[t] for t in unguided.token_ids]
-                    )
+                    self._text(one.source, unguided.token_ids)
                     if options.return_unguided and unguided is not None
                     else None
                 ),
@@ -620,12 +626,32 @@ class GuidedTranslator:
                 offsets=offsets,
             )
             if outcome.alternatives and outcome.guided and unguided is not None:
-                result = self._chosen(result, outcome, found, options.choice)
+                result = self._chosen(one.source, result, outcome, found, options.choice)
             results.append(result)
         return results
 
+    def _text(self, source: str, token_ids: Sequence[int]) -> str:
+        return self._spelled(source, [self.target_vocabulary[t] for t in token_ids])[0]
+
+    def _spelled(self, source: str, tokens: list[str]) -> tuple[str, list[int] | None]:
+        """The translation of `source` that `tokens` spell, in the source's own characters
+        where the normalizer changed them (Bundle.restored); with where each token starts in
+        it (as GuidedResult.offsets) when that is not the plain detokenization."""
+        text = self.bundle.decode_target(tokens)
+        restored = self.bundle.restored(source, text)
+        if not restored.edits:
+            return text, None
+        offsets = self.bundle.target_offsets(tokens)
+        moved = [restored.moved(offset) for offset in offsets] if offsets is not None else None
+        return str(restored.text), moved
+
     def _chosen(
-        self, result: GuidedResult, outcome: Searched, found: Any, options: ChoiceOptions
+        self,
+        source: str,
+        result: GuidedResult,
+        outcome: Searched,
+        found: Any,
+        options: ChoiceOptions,
     ) -> GuidedResult:
         """`result` (the sentence's own search) or the candidate the choice serves instead."""
         own_kind = "repaired" if result.repaired_segment is not None else "guided"
@@ -641,7 +667,7 @@ class GuidedTranslator:
                     if m.segment.id == alternative.segment_id
                 )
             else:
-                text = self.bundle.decode_target([self.target_vocabulary[t] for t in output])
+                text = self._text(source, output)
             candidates.append(Candidate(alternative.kind, text, hypothesis.model_score))
             hypotheses[alternative.kind] = hypothesis
         assert outcome.unguided is not None
@@ -649,7 +675,7 @@ class GuidedTranslator:
         candidates.append(
             Candidate(
                 "unguided",
-                self.bundle.decode_target([self.target_vocabulary[t] for t in native]),
+                self._text(source, native),
                 outcome.unguided.model_score,
             )
         )
@@ -659,6 +685,8 @@ class GuidedTranslator:
             return replace(result, choice=choice)
         chosen = hypotheses[choice.chosen.kind]
         tokens = [self.target_vocabulary[t] for t in chosen.token_ids[outcome.prefix_length :]]
+        # a match is served as its target is written (its spans: see GuidedResult.offsets)
+        offsets = self._spelled(source, tokens)[1] if choice.chosen.kind != "match" else None
         return replace(
             result,
             translation=choice.chosen.text,
@@ -670,7 +698,7 @@ class GuidedTranslator:
             engine=result.engine if choice.chosen.kind == "guided" else NATIVE,
             matched_pieces=matched_pieces(tokens, found) if found else [],
             repaired_segment=None,
-            offsets=None,
+            offsets=offsets,
             choice=choice,
         )
 

@@ -34,6 +34,7 @@ from tm_guide.model.card import (
 from tm_guide.model.language_tokens import token_for
 from tm_guide.model.positions import NO_LIMITS, PositionLimits, read_position_limits
 from tm_guide.pieces.tokenizer import SENTENCEPIECE_SPACE
+from tm_guide.text.normalized import Restored, restore
 
 log = logging.getLogger(__name__)
 
@@ -152,6 +153,14 @@ class Bundle:
                 [t for t in tokens if t not in dropped and t not in languages]
             )
         )
+
+    def restored(self, source: str, translation: str) -> Restored:
+        """`translation` of `source` with the source's characters that the target tokenizer's
+        normalizer changed put back ("m2" -> "m²": tm_guide.text.normalized)."""
+        return restore(source, translation, self._normalized)
+
+    def _normalized(self, text: str) -> str:
+        return str(self.target_sp.normalize(text)).replace(SENTENCEPIECE_SPACE, " ").strip()
 
     def target_surfaces(self, text: str) -> tuple[list[str], list[str]]:
         """Target pieces of `text` and the characters of `text` each stands for (before the

@@ -1,0 +1,99 @@
+"""The source's characters that the tokenizer's normalizer changed, put back in a translation.
+
+The models read and write text through SentencePiece's NFKC normalizer: "m²" reaches the
+model as "m2", "…" as "...", a no-break space as a space, "™" as "TM", "ﬁ" as "fi". So the
+model writes the normalized forms, and a translator must change each back by hand. Where the
+source holds such a character, the translation gets it back:
+
+- a word (split at ASCII whitespace, so that "10 km" with a no-break space is one word) that
+  the normalizer changes, found as a whole word in the translation in its normalized form,
+  becomes the source's word again ("m2" -> "m²", "10 km" -> "10 km" with its no-break space);
+- a character that normalizes to punctuation only ("…" -> "...") becomes itself again wherever
+  the translation holds that punctuation, since the target language writes it too ("Speichern
+  unter..." -> "Speichern unter…").
+
+Nothing changes where the source holds the normalized form as well: then either may be meant.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+_WORDS = re.compile(r"[^ \t\r\n]+")
+# ASCII punctuation around a word, which the normalizer leaves as it is
+_EDGES = "()[]{}<>\"'.,;:!?"
+
+
+@dataclass(frozen=True)
+class Restored:
+    """A translation with the source's characters back, and the edits that made it from the
+    model's text: (start, end, replacement), in order and apart."""
+
+    text: str
+    edits: tuple[tuple[int, int, str], ...] = field(default=())
+
+    def moved(self, position: int) -> int:
+        """Where character `position` of the model's text is in `text` (an edited span's start
+        for a position inside it)."""
+        shift = 0
+        for start, end, replacement in self.edits:
+            if position < end:
+                return position + shift if position <= start else start + shift
+            shift += len(replacement) - (end - start)
+        return position + shift
+
+
+def restore(source: str, translation: str, normalize: Callable[[str], str]) -> Restored:
+    """`translation` with the characters of `source` that `normalize` (the target tokenizer's
+    normalizer, on plain text) changed put back, as the module says."""
+    if source.isascii() or not translation:
+        return Restored(translation)
+    wanted: dict[str, str] = {}  # normalized form -> the source's
+    for word in _WORDS.findall(source):
+        if word.isascii():
+            continue
+        word = word.strip(_EDGES)
+        normal = normalize(word)
+        if normal != word and any(c.isalnum() for c in normal):
+            wanted.setdefault(normal, word)
+    symbols: dict[str, str] = {}
+    for char in {c for c in source if not c.isascii()}:
+        normal = normalize(char)
+        if normal and normal != char and not any(c.isalnum() or c.isspace() for c in normal):
+            symbols.setdefault(normal, char)
+    edits = []
+    for normal, original in wanted.items():
+        if _occurs_as_word(normal, source):
+            continue
+        pattern = r"(?<!\w)" + re.escape(normal) + r"(?!\w)"
+        edits += [(m.start(), m.end(), original) for m in re.finditer(pattern, translation)]
+    for normal, original in symbols.items():
+        if normal in source:
+            continue
+        edits += [
+            (m.start(), m.end(), original) for m in re.finditer(re.escape(normal), translation)
+        ]
+    return _applied(translation, edits)
+
+
+def _occurs_as_word(text: str, source: str) -> bool:
+    return re.search(r"(?<!\w)" + re.escape(text) + r"(?!\w)", source) is not None
+
+
+def _applied(text: str, edits: list[tuple[int, int, str]]) -> Restored:
+    """`text` with the edits made that do not overlap an earlier one (by start, the longer
+    first)."""
+    kept: list[tuple[int, int, str]] = []
+    for edit in sorted(edits, key=lambda edit: (edit[0], -edit[1])):
+        if not kept or edit[0] >= kept[-1][1]:
+            kept.append(edit)
+    if not kept:
+        return Restored(text)
+    parts, at = [], 0
+    for start, end, replacement in kept:
+        parts += [text[at:start], replacement]
+        at = end
+    parts.append(text[at:])
+    return Restored("".join(parts), tuple(kept))
