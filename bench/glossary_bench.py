@@ -38,7 +38,16 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from local_server import LocalServer, catalogue_pairs, installed_catalogues  # noqa: E402
 
-from tm_guide.text.glossary import Glossary, applied  # noqa: E402
+from tm_guide.text.glossary import Glossary, Term, applied  # noqa: E402
+
+
+def in_reference(term: Term, target: str) -> bool:
+    """Whether a catalogue's msgstr holds the term's target as words of their own or opening or
+    closing a compound: the rule that picks the glossary and the test set, fixed here so that a
+    change to how the server reads a translation (applied) does not change the set."""
+    escaped = re.escape(term.target)
+    pattern = rf"(?<!\w){escaped}|{escaped}(?!\w)"
+    return re.search(pattern, target, flags=re.IGNORECASE) is not None
 
 
 def build(
@@ -65,7 +74,7 @@ def build(
     for source, target in lines:
         for term in every.terms_in(source):
             occurs[term.source] += 1
-            if applied(term, target):
+            if in_reference(term, target):
                 uses[term.source] += 1
     chosen = {
         s: candidates[s]
@@ -75,7 +84,7 @@ def build(
     glossary = Glossary(list(chosen.items()))
     tests = []
     for source, target in lines:
-        terms = [t for t in glossary.terms_in(source) if applied(t, target)]
+        terms = [t for t in glossary.terms_in(source) if in_reference(t, target)]
         if terms:
             tests.append((source, target, terms))
     random.Random(seed).shuffle(tests)

@@ -26,6 +26,10 @@ def test_a_term_is_applied_as_written_as_whole_words() -> None:
     assert applied(Term("column", "Spalte"), "eine ORDER-BY-Spalte")  # closing a compound
     assert applied(Term("element", "Element"), "der Elementtyp")  # opening one
     assert not applied(term, "Die Pakten sind offen.")  # inside a word is no term
+    # closing a compound with an ending, after a word, not a prefix
+    assert applied(Term("information", "Information"), "Fehlersuchinformationen zu groß")
+    assert not applied(Term("value", "Wert"), "Zellen bewerten")
+    assert not applied(Term("keys", "Tasten"), "keine Verteidigungstaste")  # not its letters
 
 
 def test_an_empty_glossary_is_false() -> None:

@@ -7,7 +7,8 @@ over "file"), and an entry applies once however often its term occurs. The targe
 then appear in the translation as the glossary writes it (letter case aside, for a term that
 opens the sentence), as words of its own or at either end of a longer word: German compounds
 hold terms so ("ORDER-BY-Spalte"), which also lets an ending follow the term ("Akten" holds
-"Akte"), but never a form that changes the term's own letters.
+"Akte", "Fehlersuchinformationen" holds "Information"), but never a form that changes the
+term's own letters.
 """
 
 from __future__ import annotations
@@ -84,12 +85,22 @@ def prose(text: str) -> str:
     return "".join(chars)
 
 
+# The endings German puts on a noun that closes a compound ("Fehlersuchinformationen" holds
+# "Information"); a word of at least three letters must come before the term, so that a prefix
+# and an ending ("bewerten") do not make a verb hold a noun ("Wert").
+_ENDINGS = "e|en|n|s|es|er|ern|nen"
+_COMPOUND_HEAD = r"\w{3}"
+
+
 def applied(term: Term, translation: str) -> bool:
     """Whether `translation` holds the term's target as written: as words of their own, or
     opening or closing a compound (German writes "column" in "ORDER-BY-Spalte" and "element type"
-    as "Elementtyp")."""
+    as "Elementtyp"), an ending after it allowed."""
     target = re.escape(term.target)
-    pattern = rf"(?<!\w){target}|{target}(?!\w)"
+    pattern = (
+        rf"(?<!\w){target}|{target}(?!\w)"
+        rf"|(?<={_COMPOUND_HEAD}){target}(?:{_ENDINGS})(?!\w)"
+    )
     return re.search(pattern, translation, flags=re.IGNORECASE) is not None
 
 
