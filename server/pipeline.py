@@ -8,8 +8,9 @@ translator can insert as it is out.
 3. Every sentence of the batch is decoded in one guided batch (tm_guide.server.sentences: by
    the protocol's deadline, a glossary's terms put in).
 4. Each translation must hold its sentence's non-translatables exactly once each; one that does
-   not is replaced by the translation of the runs between them, the non-translatables kept in
-   their order (a second batch, only for those).
+   not is translated again with all of them masked as placeholders (a second batch, only for
+   those), and one that loses one even so is replaced by the translation of the runs between
+   them, the non-translatables kept in their order (a third).
 5. The sentences' records are joined into the segment's (tm_guide.server.layouts).
 """
 
@@ -25,7 +26,15 @@ from tm_guide.server.results import Timing, Translation
 from tm_guide.server.sentences import SentenceDecoder, worst_level
 from tm_guide.text import Layout, layout_of
 from tm_guide.text.layout import LONG_SENTENCE_WORDS
-from tm_guide.text.placeholders import Masked, enclosed, kept, mask, protected, runs_layout
+from tm_guide.text.placeholders import (
+    Masked,
+    enclosed,
+    kept,
+    mask,
+    mask_all,
+    protected,
+    runs_layout,
+)
 
 
 @dataclass(frozen=True)
@@ -45,7 +54,7 @@ def translate_segments(
     language: str,
     penalties: dict[int, int] | None = None,
 ) -> list[SegmentTranslation]:
-    """Every segment translated through the pipeline above, in one batch (two when a sentence
+    """Every segment translated through the pipeline above, in one batch (more when a sentence
     lost a non-translatable), by `decoder` (its deadline and glossary: tm_guide.server.sentences).
     With `penalties` (memory id -> points, as the request's), a sentence that a memory holds
     verbatim, within a segment that is more than that sentence, takes the TM target, as a CAT
@@ -86,6 +95,8 @@ def translate_segments(
             lost.append(i)
         else:
             records[i] = record
+    if lost:
+        lost = _translate_masked(decoder, units, lost, records, timings)
     if lost:
         _translate_runs(decoder, units, lost, records, timings)
     records = [
@@ -175,6 +186,31 @@ def _checked(unit: str, masked: Masked | None, record: Translation) -> Translati
     return replace(record, non_translatables="model" if protected(unit) else None)
 
 
+def _translate_masked(
+    decoder: SentenceDecoder,
+    units: Sequence[str],
+    lost: Sequence[int],
+    records: list[Translation],
+    timings: list[Timing],
+) -> list[int]:
+    """The sentences whose translation lost a non-translatable, translated again with all of
+    them masked; those that lose one again (or cannot be masked) are returned."""
+    masks = {i: mask_all(units[i]) for i in lost}
+    wanted = [i for i in lost if masks[i] is not None]
+    still = [i for i in lost if masks[i] is None]
+    if not wanted:
+        return still
+    decoded = decoder.decode([masks[i].text for i in wanted])  # type: ignore[union-attr]
+    for at, i in enumerate(wanted):
+        timings[i] = Timing.summed([timings[i], decoded.timings[at]])
+        record = _checked(units[i], masks[i], decoded.translations[at])
+        if record is None:
+            still.append(i)
+        else:
+            records[i] = replace(record, non_translatables="masked")
+    return sorted(still)
+
+
 def _translate_runs(
     decoder: SentenceDecoder,
     units: Sequence[str],
@@ -213,7 +249,8 @@ def _enclosed(record: Translation, lead: str, trail: str) -> Translation:
 
 
 def _how_kept(records: Sequence[Translation]) -> str | None:
-    """runs when any sentence fell back to its runs, model when the model kept them all, None
-    for a segment without non-translatables."""
+    """The segment's worst way of keeping them: runs when any sentence fell back to its runs,
+    masked when any was translated again with them masked, model when the model kept them all;
+    None for a segment without non-translatables."""
     ways = {record.non_translatables for record in records}
-    return "runs" if "runs" in ways else "model" if "model" in ways else None
+    return next((way for way in ("runs", "masked", "model") if way in ways), None)

@@ -120,7 +120,7 @@ class Translation:
     sentences: int = 1
     # the level decoding was cut down to by the deadline (batching.DEGRADED_LEVELS); None: none
     degraded: str | None = None
-    # how the non-translatables were kept: model, runs, or None where there were none
+    # how the non-translatables were kept: model, masked, runs, or None where there were none
     non_translatables: str | None = None
     origin: str = "mt"
     mt_text: str | None = None

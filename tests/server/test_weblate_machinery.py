@@ -226,3 +226,18 @@ def test_placeholders_and_tags_come_back_exactly_once(weblate, server, token, se
             assert translated.count(token_) == tokens.count(token_), (text, translated)
         assert "[X" not in translated and "<x" not in translated, translated
         assert translated != text, translated  # translated, not echoed
+
+
+def test_a_sentence_that_lost_a_placeholder_is_translated_again_with_all_masked(server) -> None:
+    """The demo model loses "<commits>" inside a quoted command; the sentence is translated again
+    with every placeholder, tag and option standing in as {n}, so the model still translates it
+    whole and places the command where German puts it, instead of translating the runs between
+    them on their own ("'git rev-list' konnte nicht ausgeführt werden <commits> --not ...")."""
+    source = "Could not run 'git rev-list <commits> --not --remotes -n 1' command in submodule %s"
+    reply = server.client.post("/v1/suggest", {"source": source, "memories": ["docs"]})
+    assert reply.status == 200, reply.body
+    translation = reply.json["results"][0]["translation"]
+    text = translation["text"]
+    assert translation["non_translatables"] == "masked", translation
+    assert "'git rev-list <commits> --not --remotes -n 1'" in text and text.count("%s") == 1, text
+    assert text.index("<commits>") < text.index("Submodul %s") < text.index("ausführen"), text

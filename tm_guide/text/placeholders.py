@@ -11,9 +11,12 @@ software catalogues), but garbles Weblate's markers (`[X19X]` came back as `[X19
 are masked (`mask`) as numbered brace placeholders, which it copies, and put back after
 (`Masked.unmask`), each where the model put its stand-in.
 
-A translation that loses one anyway is replaced by the translation of the runs between them,
-with every non-translatable kept in its source order (`runs_layout`): a worse sentence, but
-nothing a translator must retype.
+A sentence whose translation loses one anyway is translated again with every non-translatable
+standing in so (`mask_all`): the model still sees the whole sentence and places each where the
+target language wants it, and it copies the short stand-ins more surely than a tag or a path
+("<commits>" inside a quoted command). Only where that loses one too is the sentence replaced
+by the translation of the runs between them, with every non-translatable kept in its source
+order (`runs_layout`): a worse sentence, but nothing a translator must retype.
 """
 
 from __future__ import annotations
@@ -87,6 +90,36 @@ def mask(text: str) -> Masked | None:
         return None
     counter = iter(range(len(originals)))
     return Masked(_MARKER_RE.sub(lambda _: f"{{{next(counter)}}}", text), tuple(originals))
+
+
+# command-line options, masked with the non-translatables by mask_all: a model that lost one of
+# those in a usage line garbles the options beside it too ("-refsnapsnapshot")
+_OPTION = r"(?<![\w-])--?[A-Za-z][\w-]*"
+_MASKED = re.compile(f"{PROTECTED.pattern}|{_OPTION}")
+_JOINER = re.compile(r"[^\w\s]*")
+
+
+def mask_all(text: str) -> Masked | None:
+    """`text` with every non-translatable and command-line option as a numbered brace
+    placeholder, those joined by punctuation alone as one (`--pack=<pack>`: the model drops the
+    "=" between two stand-ins); None when it has no non-translatable, or holds braces outside
+    them (whose stand-ins could not be told apart)."""
+    rest = _MASKED.sub("", text)
+    if not PROTECTED.search(text) or "{" in rest or "}" in rest:
+        return None
+    spans: list[list[int]] = []
+    for m in _MASKED.finditer(text):
+        if spans and _JOINER.fullmatch(text, spans[-1][1], m.start()):
+            spans[-1][1] = m.end()
+        else:
+            spans.append([m.start(), m.end()])
+    parts, originals, at = [], [], 0
+    for n, (start, end) in enumerate(spans):
+        parts += [text[at:start], f"{{{n}}}"]
+        originals.append(text[start:end])
+        at = end
+    parts.append(text[at:])
+    return Masked("".join(parts), tuple(originals))
 
 
 # at a text's edges: tags, markers, and symbols between them (`</p><br/> &amp; </b>`)
