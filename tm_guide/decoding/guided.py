@@ -44,6 +44,7 @@ from tm_guide.errors import InvalidInput, ModelError
 from tm_guide.pieces.builder import PieceOptions
 from tm_guide.pieces.choice import Candidate, Choice, ChoiceOptions, choose
 from tm_guide.pieces.repair import continuation_mask
+from tm_guide.text.edits import Edited
 
 __all__ = [
     "ENGINES",
@@ -597,10 +598,8 @@ class GuidedTranslator:
             template = one.template if outcome.guided else None
             if template is not None:
                 text, offsets = self._render_repair(tokens, template.follow(output), found)
-                restored = self.bundle.restored(one.source, text)
-                if offsets is not None:
-                    offsets = [restored.moved(offset) for offset in offsets]
-                text = restored.text
+                steps = self.bundle.set_right(one.source, text)
+                text, offsets = steps[-1].text, _moved(steps, offsets)
             else:
                 text, offsets = self._spelled(one.source, tokens)
             unguided = outcome.unguided
@@ -635,15 +634,14 @@ class GuidedTranslator:
 
     def _spelled(self, source: str, tokens: list[str]) -> tuple[str, list[int] | None]:
         """The translation of `source` that `tokens` spell, in the source's own characters
-        where the normalizer changed them (Bundle.restored); with where each token starts in
+        where the normalizer changed them and without a word written twice over
+        (Bundle.set_right); with where each token starts in
         it (as GuidedResult.offsets) when that is not the plain detokenization."""
         text = self.bundle.decode_target(tokens)
-        restored = self.bundle.restored(source, text)
-        if not restored.edits:
+        steps = self.bundle.set_right(source, text)
+        if not any(step.edits for step in steps):
             return text, None
-        offsets = self.bundle.target_offsets(tokens)
-        moved = [restored.moved(offset) for offset in offsets] if offsets is not None else None
-        return str(restored.text), moved
+        return steps[-1].text, _moved(steps, self.bundle.target_offsets(tokens))
 
     def _chosen(
         self,
@@ -811,6 +809,16 @@ class GuidedTranslator:
             score = output.scores[0]
             result.append(Hypothesis(ids, score, score * norm, 0.0, length, score))
         return result
+
+
+def _moved(steps: Sequence[Edited], offsets: list[int] | None) -> list[int] | None:
+    """Token offsets into a text, moved through the edits that set it right (Bundle.set_right)."""
+    if offsets is None:
+        return None
+    for step in steps:
+        if step.edits:
+            offsets = [step.moved(offset) for offset in offsets]
+    return offsets
 
 
 def _output_caps(

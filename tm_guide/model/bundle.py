@@ -34,7 +34,9 @@ from tm_guide.model.card import (
 from tm_guide.model.language_tokens import token_for
 from tm_guide.model.positions import NO_LIMITS, PositionLimits, read_position_limits
 from tm_guide.pieces.tokenizer import SENTENCEPIECE_SPACE
-from tm_guide.text.normalized import Restored, restore
+from tm_guide.text.edits import Edited
+from tm_guide.text.normalized import restore
+from tm_guide.text.stutter import without_stutter
 
 log = logging.getLogger(__name__)
 
@@ -154,10 +156,13 @@ class Bundle:
             )
         )
 
-    def restored(self, source: str, translation: str) -> Restored:
-        """`translation` of `source` with the source's characters that the target tokenizer's
-        normalizer changed put back ("m2" -> "m²": tm_guide.text.normalized)."""
-        return restore(source, translation, self._normalized)
+    def set_right(self, source: str, translation: str) -> tuple[Edited, ...]:
+        """The edits that make the model's `translation` of `source` what a translator gets, in
+        order, each of the text the one before made: the source's characters that the target
+        tokenizer's normalizer changed put back ("m2" -> "m²": tm_guide.text.normalized), then a
+        word written twice over written once (tm_guide.text.stutter)."""
+        restored = restore(source, translation, self._normalized)
+        return restored, without_stutter(source, restored.text)
 
     def _normalized(self, text: str) -> str:
         return str(self.target_sp.normalize(text)).replace(SENTENCEPIECE_SPACE, " ").strip()

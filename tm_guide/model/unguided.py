@@ -84,7 +84,9 @@ def _translate_window(bundle: Bundle, lines: list[str], options: UnguidedOptions
             length_penalty=options.length_penalty,
         )
         for i, output in zip(batch, outputs, strict=True):
-            results[i] = bundle.restored(lines[i], bundle.decode_target(output.hypotheses[0])).text
+            results[i] = bundle.set_right(lines[i], bundle.decode_target(output.hypotheses[0]))[
+                -1
+            ].text
     return results
 
 

@@ -19,37 +19,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+
+from tm_guide.text.edits import Edited, edited
 
 _WORDS = re.compile(r"[^ \t\r\n]+")
 # ASCII punctuation around a word, which the normalizer leaves as it is
 _EDGES = "()[]{}<>\"'.,;:!?"
 
 
-@dataclass(frozen=True)
-class Restored:
-    """A translation with the source's characters back, and the edits that made it from the
-    model's text: (start, end, replacement), in order and apart."""
-
-    text: str
-    edits: tuple[tuple[int, int, str], ...] = field(default=())
-
-    def moved(self, position: int) -> int:
-        """Where character `position` of the model's text is in `text` (an edited span's start
-        for a position inside it)."""
-        shift = 0
-        for start, end, replacement in self.edits:
-            if position < end:
-                return position + shift if position <= start else start + shift
-            shift += len(replacement) - (end - start)
-        return position + shift
-
-
-def restore(source: str, translation: str, normalize: Callable[[str], str]) -> Restored:
+def restore(source: str, translation: str, normalize: Callable[[str], str]) -> Edited:
     """`translation` with the characters of `source` that `normalize` (the target tokenizer's
     normalizer, on plain text) changed put back, as the module says."""
     if source.isascii() or not translation:
-        return Restored(translation)
+        return Edited(translation)
     wanted: dict[str, str] = {}  # normalized form -> the source's
     for word in _WORDS.findall(source):
         if word.isascii():
@@ -75,25 +57,8 @@ def restore(source: str, translation: str, normalize: Callable[[str], str]) -> R
         edits += [
             (m.start(), m.end(), original) for m in re.finditer(re.escape(normal), translation)
         ]
-    return _applied(translation, edits)
+    return edited(translation, edits)
 
 
 def _occurs_as_word(text: str, source: str) -> bool:
     return re.search(r"(?<!\w)" + re.escape(text) + r"(?!\w)", source) is not None
-
-
-def _applied(text: str, edits: list[tuple[int, int, str]]) -> Restored:
-    """`text` with the edits made that do not overlap an earlier one (by start, the longer
-    first)."""
-    kept: list[tuple[int, int, str]] = []
-    for edit in sorted(edits, key=lambda edit: (edit[0], -edit[1])):
-        if not kept or edit[0] >= kept[-1][1]:
-            kept.append(edit)
-    if not kept:
-        return Restored(text)
-    parts, at = [], 0
-    for start, end, replacement in kept:
-        parts += [text[at:start], replacement]
-        at = end
-    parts.append(text[at:])
-    return Restored("".join(parts), tuple(kept))

@@ -1,0 +1,41 @@
+"""A word written twice over is written once."""
+
+from __future__ import annotations
+
+from tm_guide.text.stutter import without_stutter
+
+
+def test_a_repeated_word_is_written_once_in_any_case() -> None:
+    source = "Click Save to store the file."
+    assert without_stutter(source, "können Sie auch auch ändern.").text == "können Sie auch ändern."
+    assert without_stutter(source, "Speichern speichern:").text == "Speichern:"
+    assert without_stutter(source, "rechts und dann dann dann die").text == "rechts und dann die"
+    assert without_stutter(source, "Einfügen einer Text-Datei Datei…").text == (
+        "Einfügen einer Text-Datei…"
+    )
+
+
+def test_what_german_writes_twice_or_is_another_word_stays() -> None:
+    source = "Click Save to store the file."
+    for text in (
+        "die die Datei",
+        "Haus Hausmeister",
+        "Werte.-Werte",
+        "/log/installer/installer",
+        "1000 1000",
+    ):
+        assert without_stutter(source, text).edits == (), text
+    assert without_stutter(source, "Abschnitt Abschnitt Abschnitte").text == "Abschnitt Abschnitte"
+    assert without_stutter(source, "das @reboot-Makro-Makro-Makro").text == "das @reboot-Makro"
+    assert without_stutter(source, "Im Dateinamen-Dateinamen geben").text == "Im Dateinamen geben"
+
+
+def test_a_source_that_repeats_a_word_keeps_the_repeat() -> None:
+    assert without_stutter("Cancel Cancel", "Abbrechen Abbrechen").text == "Abbrechen Abbrechen"
+    assert without_stutter("a bye-bye note", "eine Tschüss-Tschüss-Notiz").edits == ()
+
+
+def test_positions_move_with_the_edit() -> None:
+    edited = without_stutter("x", "Sie auch auch ändern")
+    assert edited.text == "Sie auch ändern"
+    assert [edited.moved(p) for p in (0, 4, 8, 13, 14, 20)] == [0, 4, 8, 8, 9, 15]
