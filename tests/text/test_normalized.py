@@ -40,3 +40,15 @@ def test_positions_move_with_the_edits() -> None:
     restored = restore("A… B…", "X... Y...", nfkc)
     assert restored.text == "X… Y…"
     assert [restored.moved(p) for p in (0, 1, 2, 4, 5, 8, 9)] == [0, 1, 1, 2, 3, 4, 5]
+
+
+def test_the_memorys_punctuation_comes_back_where_its_targets_write_it() -> None:
+    """A memory that writes "…" for the source's "..." gets it where the model wrote "..."."""
+    targets = ["Wählen Sie Datei - Speichern unter…", "Öffnen…"]
+    restored = restore(
+        "Choose File - Save As...", "Wählen Sie Datei - Speichern unter...", nfkc, targets
+    )
+    assert restored.text == "Wählen Sie Datei - Speichern unter…"
+    mixed = [*targets, "Warten..."]  # the memory writes both: either may be meant
+    assert restore("Save As...", "Speichern unter...", nfkc, mixed).edits == ()
+    assert restore("Save As...", "Speichern unter...", nfkc).edits == ()  # no memory

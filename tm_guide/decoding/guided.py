@@ -596,12 +596,14 @@ class GuidedTranslator:
             found = one.pieces
             timings["total"] = sum(timings.values())
             template = one.template if outcome.guided else None
+            # the memory's typography where the memory guided it; native search is the model's
+            targets = _targets(found) if outcome.guided else []
             if template is not None:
                 text, offsets = self._render_repair(tokens, template.follow(output), found)
-                steps = self.bundle.set_right(one.source, text)
+                steps = self.bundle.set_right(one.source, text, targets)
                 text, offsets = steps[-1].text, _moved(steps, offsets)
             else:
-                text, offsets = self._spelled(one.source, tokens)
+                text, offsets = self._spelled(one.source, tokens, targets)
             unguided = outcome.unguided
             result = GuidedResult(
                 translation=text,
@@ -629,16 +631,18 @@ class GuidedTranslator:
             results.append(result)
         return results
 
-    def _text(self, source: str, token_ids: Sequence[int]) -> str:
-        return self._spelled(source, [self.target_vocabulary[t] for t in token_ids])[0]
+    def _text(self, source: str, token_ids: Sequence[int], targets: Sequence[str] = ()) -> str:
+        return self._spelled(source, [self.target_vocabulary[t] for t in token_ids], targets)[0]
 
-    def _spelled(self, source: str, tokens: list[str]) -> tuple[str, list[int] | None]:
+    def _spelled(
+        self, source: str, tokens: list[str], targets: Sequence[str] = ()
+    ) -> tuple[str, list[int] | None]:
         """The translation of `source` that `tokens` spell, in the source's own characters
         where the normalizer changed them and without a word written twice over
         (Bundle.set_right); with where each token starts in
         it (as GuidedResult.offsets) when that is not the plain detokenization."""
         text = self.bundle.decode_target(tokens)
-        steps = self.bundle.set_right(source, text)
+        steps = self.bundle.set_right(source, text, targets)
         if not any(step.edits for step in steps):
             return text, None
         return steps[-1].text, _moved(steps, self.bundle.target_offsets(tokens))
@@ -665,7 +669,7 @@ class GuidedTranslator:
                     if m.segment.id == alternative.segment_id
                 )
             else:
-                text = self._text(source, output)
+                text = self._text(source, output, _targets(found))
             candidates.append(Candidate(alternative.kind, text, hypothesis.model_score))
             hypotheses[alternative.kind] = hypothesis
         assert outcome.unguided is not None
@@ -684,7 +688,10 @@ class GuidedTranslator:
         chosen = hypotheses[choice.chosen.kind]
         tokens = [self.target_vocabulary[t] for t in chosen.token_ids[outcome.prefix_length :]]
         # a match is served as its target is written (its spans: see GuidedResult.offsets)
-        offsets = self._spelled(source, tokens)[1] if choice.chosen.kind != "match" else None
+        offsets = None
+        if choice.chosen.kind != "match":  # the unguided translation is the model's alone
+            targets = _targets(found) if choice.chosen.kind != "unguided" else ()
+            offsets = self._spelled(source, tokens, targets)[1]
         return replace(
             result,
             translation=choice.chosen.text,
@@ -809,6 +816,11 @@ class GuidedTranslator:
             score = output.scores[0]
             result.append(Hypothesis(ids, score, score * norm, 0.0, length, score))
         return result
+
+
+def _targets(found: Any) -> list[str]:
+    """The targets of the TM matches a sentence was guided by (none without pieces)."""
+    return [m.segment.target for m in found.matches] if found else []
 
 
 def _moved(steps: Sequence[Edited], offsets: list[int] | None) -> list[int] | None:

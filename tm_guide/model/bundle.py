@@ -156,12 +156,15 @@ class Bundle:
             )
         )
 
-    def set_right(self, source: str, translation: str) -> tuple[Edited, ...]:
+    def set_right(
+        self, source: str, translation: str, targets: Sequence[str] = ()
+    ) -> tuple[Edited, ...]:
         """The edits that make the model's `translation` of `source` what a translator gets, in
         order, each of the text the one before made: the source's characters that the target
-        tokenizer's normalizer changed put back ("m2" -> "m²": tm_guide.text.normalized), then a
-        word written twice over written once (tm_guide.text.stutter)."""
-        restored = restore(source, translation, self._normalized)
+        tokenizer's normalizer changed put back ("m2" -> "m²"), and those of `targets` (the TM
+        targets that guided it: "..." -> "…"; tm_guide.text.normalized), then a word written
+        twice over written once (tm_guide.text.stutter)."""
+        restored = restore(source, translation, self._normalized, targets)
         return restored, without_stutter(source, restored.text)
 
     def _normalized(self, text: str) -> str:
