@@ -39,3 +39,15 @@ def test_positions_move_with_the_edit() -> None:
     edited = without_stutter("x", "Sie auch auch ändern")
     assert edited.text == "Sie auch ändern"
     assert [edited.moved(p) for p in (0, 4, 8, 13, 14, 20)] == [0, 4, 8, 8, 9, 15]
+
+
+def test_a_part_written_twice_inside_a_word_is_written_once() -> None:
+    source = "Open the setup dialog."
+    assert without_stutter(source, "Im Einrichtungsdialogdialog öffnen").text == (
+        "Im Einrichtungsdialog öffnen"
+    )
+    assert without_stutter(source, "Verzeichnisverzeichnis").text == "Verzeichnis"
+    assert without_stutter(source, "Serverseitigseitigseitige").text == "Serverseitige"
+    # unless the source or the memory writes it so
+    assert without_stutter("The choochoo train", "Der Zug choochoo").edits == ()
+    assert without_stutter(source, "=ZeileZeile()", ["=ZEILEZEILE(A1)"]).edits == ()

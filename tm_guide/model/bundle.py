@@ -165,7 +165,7 @@ class Bundle:
         targets that guided it: "..." -> "…"; tm_guide.text.normalized), then a word written
         twice over written once (tm_guide.text.stutter)."""
         restored = restore(source, translation, self._normalized, targets)
-        return restored, without_stutter(source, restored.text)
+        return restored, without_stutter(source, restored.text, targets)
 
     def _normalized(self, text: str) -> str:
         return str(self.target_sp.normalize(text)).replace(SENTENCEPIECE_SPACE, " ").strip()

@@ -2,14 +2,17 @@
 
 Guided search rewards a piece each time it is completed, and a repair's gap is filled next to
 the match's own words, so a word can come out twice in a row: "können Sie auch auch ändern",
-"Speichern speichern", "dann dann dann", "das @reboot-Makro-Makro". German writes no word of
-four letters or more twice over (short ones it does: "die die"), so the repeats after the first
-go, unless the source repeats a word itself (a label written twice is translated twice).
+"Speichern speichern", "dann dann dann", "das @reboot-Makro-Makro", and a compound can hold a
+part twice ("Einrichtungsdialogdialog"). German writes no word of four letters or more twice
+over (short ones it does: "die die"), so the repeats after the first go, unless the source
+repeats a word itself (a label written twice is translated twice) or, inside a word, the source
+or the memory writes it so.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from tm_guide.text.edits import Edited, edited
 
@@ -17,13 +20,19 @@ from tm_guide.text.edits import Edited, edited
 # ("Makro-Makro"), as often
 _REPEATED = re.compile(r"(?<!\w)([^\W\d_]{4,})((?:(?:\s+|-)\1)+)(?!\w)", re.IGNORECASE)
 _ANY_REPEAT = re.compile(r"(?<!\w)(\w+)(?:\s+|-)\1(?!\w)", re.IGNORECASE)
+# four letters or more, then the same again inside a word ("Verzeichnisverzeichnis")
+_DOUBLED = re.compile(r"([^\W\d_]{4,})(\1+)", re.IGNORECASE)
 
 
-def without_stutter(source: str, translation: str) -> Edited:
+def without_stutter(source: str, translation: str, targets: Sequence[str] = ()) -> Edited:
     """`translation` with each run of a repeated word written once (its first), where `source`
-    repeats no word itself."""
-    if _ANY_REPEAT.search(source):
-        return Edited(translation)
-    return edited(
-        translation, [(m.start(2), m.end(2), "") for m in _REPEATED.finditer(translation)]
-    )
+    repeats no word itself, and each part of a word written twice over inside it once, where
+    neither `source` nor `targets` (the TM targets that guided it) writes it so."""
+    edits = []
+    if not _ANY_REPEAT.search(source):
+        edits += [(m.start(2), m.end(2), "") for m in _REPEATED.finditer(translation)]
+    for m in _DOUBLED.finditer(translation):
+        doubled = m.group().casefold()
+        if not any(doubled in text.casefold() for text in (source, *targets)):
+            edits.append((m.start(2), m.end(2), ""))
+    return edited(translation, edits)
