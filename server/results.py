@@ -43,7 +43,8 @@ class SegmentRef:
 @dataclass(frozen=True)
 class PieceUse:
     """A translation piece found in the output: its target tokens, the token position in its
-    sentence, the characters of the text it produced (None: only a space, or unplaceable), its
+    sentence, the characters of the text it produced (None: only a space, unplaceable, or a
+    repeat the text writes once), its
     score D_X (eq. 8) and the segments it came from."""
 
     text: str
