@@ -32,14 +32,15 @@ def server(start_server, m2m100_bundle):
 
 
 def _native(bundle: Bundle, text: str, target_lang: str) -> str:
-    """CTranslate2's own translation of `text` into `target_lang`, capped as the server caps."""
+    """CTranslate2's own translation of `text` into `target_lang`, capped as the server caps, as
+    a translator gets it (Bundle.set_right)."""
     source = bundle.source_input(bundle.encode_source(text))
     prefix = bundle.target_prefix(target_lang)
     cap = math.ceil(MAX_LENGTH_RATIO * len(source)) + 10 + len(prefix)
     output = bundle.translator.translate_batch(
         [source], beam_size=5, max_decoding_length=cap, target_prefix=[prefix]
     )[0]
-    return bundle.decode_target(output.hypotheses[0])
+    return bundle.set_right(text, bundle.decode_target(output.hypotheses[0]))[-1].text
 
 
 @pytest.mark.parametrize(("memory", "target"), [("to-fr", "fr"), ("to-de", "de")])
