@@ -49,6 +49,11 @@ _MAX_OWN_WORDS = 4
 NEAR_SOURCE_RATIO = 80.0
 NEAR_SOURCE_LETTERS = 6
 
+# the prop of a glossary entry (a segment of a glossary memory: /v1 `props`, a TMX <prop>) that
+# says its term does not inflect: "no", "false" or "0"
+INFLECT_PROP = "inflect"
+_NO = frozenset({"no", "false", "0"})
+
 _cache: dict[tuple[str, int, int], Glossary] = {}
 _cache_lock = threading.Lock()
 _CACHE_SIZE = 64
@@ -71,12 +76,20 @@ def _glossary(store: Any, memory: Any) -> Glossary:
         cached = _cache.get(key)
     if cached is not None:
         return cached
-    glossary = Glossary([(s.source, s.target) for s in store.iter_segments(memory)])
+    glossary = Glossary(
+        [Term(s.source, s.target, _inflects(s.props)) for s in store.iter_segments(memory)]
+    )
     with _cache_lock:
         if len(_cache) >= _CACHE_SIZE:
             _cache.pop(next(iter(_cache)))
         _cache[key] = glossary
     return glossary
+
+
+def _inflects(props: dict[str, str]) -> bool:
+    """Whether an entry's term may take an ending: unless its INFLECT_PROP says no."""
+    value = props.get(INFLECT_PROP, "").strip().casefold()
+    return value not in _NO
 
 
 def term_pieces(

@@ -8,6 +8,7 @@ that fails before anything is decoded.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import deepl
@@ -423,3 +424,26 @@ def test_characters_the_normalizer_changed_come_back(server, keys) -> None:
         "/v1/suggest", {"source": texts[1], "memories": ["symbols"]}
     ).json["results"][0]["translation"]
     assert "…" in suggested["text"] and "..." not in suggested["text"], suggested
+
+
+def test_a_term_that_does_not_inflect_must_stand_as_written(server) -> None:
+    """The same entry (document -> Dokument) in two glossaries, one saying in its `inflect` prop
+    that the term does not inflect: "des Dokuments" holds the term for the one; for the other the
+    search is asked again, with the term rewarded, and writes it as the glossary does."""
+    create_memory(server.client, "inflecting")
+    create_memory(server.client, "exact")
+    add_segment(server.client, "inflecting", "document", "Dokument")
+    add_segment(server.client, "exact", "document", "Dokument", props={"inflect": "no"})
+    text = "Enter the name of the document."
+    found = {}
+    for glossary in ("inflecting", "exact"):
+        reply = server.client.post(
+            "/v1/suggest", {"source": text, "memories": ["docs"], "glossaries": [glossary]}
+        )
+        assert reply.status == 200, reply.body
+        translation = reply.json["results"][0]["translation"]
+        found[glossary] = (translation["text"], translation["glossary"][0]["applied"])
+    assert "Dokuments" in found["inflecting"][0] and found["inflecting"][1], found
+    exact_text, exact_applied = found["exact"]
+    assert exact_applied and re.search(r"Dokument(?!\w)", exact_text), found
+    assert "Dokuments" not in exact_text, found

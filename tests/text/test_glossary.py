@@ -32,6 +32,15 @@ def test_a_term_is_applied_as_written_as_whole_words() -> None:
     assert not applied(Term("keys", "Tasten"), "keine Verteidigungstaste")  # not its letters
 
 
+def test_a_term_that_does_not_inflect_takes_no_ending() -> None:
+    name = Term("LibreOffice", "LibreOffice", inflects=False)
+    assert applied(name, "Die LibreOffice-Hilfe") and applied(name, "Mit LibreOffice.")
+    assert applied(name, "die Writer-LibreOffice")  # closing a compound
+    assert not applied(name, "alle LibreOffices")
+    glossary = Glossary([name, ("file", "Akte")])
+    assert glossary.terms_in("LibreOffice opens the file.") == [name, Term("file", "Akte")]
+
+
 def test_an_empty_glossary_is_false() -> None:
     assert not Glossary([]) and not Glossary([("", "x"), ("a", " ")])
 

@@ -8,7 +8,9 @@ then appear in the translation as the glossary writes it (letter case aside, for
 opens the sentence), as words of its own or at either end of a longer word: German compounds
 hold terms so ("ORDER-BY-Spalte"), which also lets an ending follow the term ("Akten" holds
 "Akte", "Fehlersuchinformationen" holds "Information"), but never a form that changes the
-term's own letters.
+term's own letters. An entry may say that its term does not inflect (`Term.inflects`: a name, a
+product, a UI label quoted as it is): then no ending may follow it. Entries inflect unless they
+say so, as DeepL applies its glossaries, whose entries have no place to say it.
 """
 
 from __future__ import annotations
@@ -22,20 +24,24 @@ from tm_guide.text.placeholders import PROTECTED
 
 @dataclass(frozen=True)
 class Term:
+    """A glossary entry; `inflects`: whether its target may take an ending (see `applied`)."""
+
     source: str
     target: str
+    inflects: bool = True
 
 
 class Glossary:
     """Entries of one or more glossaries, looked up by the words of their source terms."""
 
-    def __init__(self, entries: Iterable[tuple[str, str]]) -> None:
-        self.entries = list(entries)
+    def __init__(self, entries: Iterable[tuple[str, str] | Term]) -> None:
+        self.entries = [e if isinstance(e, Term) else Term(*e) for e in entries]
         by_first: dict[str, list[tuple[tuple[str, ...], Term]]] = {}
-        for source, target in self.entries:
-            words = tuple(_words(source))
-            if words and target.strip():
-                by_first.setdefault(words[0], []).append((words, Term(source, target.strip())))
+        for entry in self.entries:
+            words = tuple(_words(entry.source))
+            if words and entry.target.strip():
+                term = Term(entry.source, entry.target.strip(), entry.inflects)
+                by_first.setdefault(words[0], []).append((words, term))
         for candidates in by_first.values():  # longest first: "file manager" before "file"
             candidates.sort(key=lambda item: -len(item[0]))
         self._by_first = by_first
@@ -95,8 +101,12 @@ _COMPOUND_HEAD = r"\w{3}"
 def applied(term: Term, translation: str) -> bool:
     """Whether `translation` holds the term's target as written: as words of their own, or
     opening or closing a compound (German writes "column" in "ORDER-BY-Spalte" and "element type"
-    as "Elementtyp"), an ending after it allowed."""
+    as "Elementtyp"), an ending after it allowed. A term that does not inflect (a name, a
+    product) must stand as words of its own or close a compound: opening a word, it could not be
+    told from the term with an ending ("LibreOffices")."""
     target = re.escape(term.target)
+    if not term.inflects:
+        return re.search(rf"{target}(?!\w)", translation, flags=re.IGNORECASE) is not None
     pattern = (
         rf"(?<!\w){target}|{target}(?!\w)"
         rf"|(?<={_COMPOUND_HEAD}){target}(?:{_ENDINGS})(?!\w)"
