@@ -598,12 +598,10 @@ class GuidedTranslator:
             template = one.template if outcome.guided else None
             # the memory's typography where the memory guided it; native search is the model's
             targets = _targets(found) if outcome.guided else []
+            rendered = None
             if template is not None:
-                text, offsets = self._render_repair(tokens, template.follow(output), found)
-                steps = self.bundle.set_right(one.source, text, targets)
-                text, offsets = steps[-1].text, _moved(steps, offsets)
-            else:
-                text, offsets = self._spelled(one.source, tokens, targets)
+                rendered = self._render_repair(tokens, template.follow(output), found)
+            text, offsets = self._spelled(one.source, tokens, targets, rendered)
             unguided = outcome.unguided
             result = GuidedResult(
                 translation=text,
@@ -631,21 +629,32 @@ class GuidedTranslator:
             results.append(result)
         return results
 
-    def _text(self, source: str, token_ids: Sequence[int], targets: Sequence[str] = ()) -> str:
-        return self._spelled(source, [self.target_vocabulary[t] for t in token_ids], targets)[0]
+    def _tokens(self, hypothesis: Hypothesis, prefix_length: int) -> list[str]:
+        return [self.target_vocabulary[t] for t in hypothesis.token_ids[prefix_length:]]
+
+    def _text(self, source: str, token_ids: Sequence[int]) -> str:
+        return self._spelled(source, [self.target_vocabulary[t] for t in token_ids])[0]
 
     def _spelled(
-        self, source: str, tokens: list[str], targets: Sequence[str] = ()
+        self,
+        source: str,
+        tokens: list[str],
+        targets: Sequence[str] = (),
+        rendered: tuple[str, list[int] | None] | None = None,
     ) -> tuple[str, list[int] | None]:
-        """The translation of `source` that `tokens` spell, in the source's own characters
-        where the normalizer changed them and without a word written twice over
-        (Bundle.set_right); with where each token starts in
-        it (as GuidedResult.offsets) when that is not the plain detokenization."""
-        text = self.bundle.decode_target(tokens)
+        """The translation of `source` that `tokens` spell (or `rendered`, a repair's text and
+        offsets: _render_repair), set right by Bundle.set_right (the source's and the memory's
+        characters, no word written twice over); with where each token starts in it (as
+        GuidedResult.offsets) when that is not the plain detokenization."""
+        text, offsets = (
+            rendered if rendered is not None else (self.bundle.decode_target(tokens), None)
+        )
         steps = self.bundle.set_right(source, text, targets)
         if not any(step.edits for step in steps):
-            return text, None
-        return steps[-1].text, _moved(steps, self.bundle.target_offsets(tokens))
+            return text, offsets
+        if rendered is None:
+            offsets = self.bundle.target_offsets(tokens)
+        return steps[-1].text, _moved(steps, offsets)
 
     def _chosen(
         self,
@@ -659,39 +668,28 @@ class GuidedTranslator:
         own_kind = "repaired" if result.repaired_segment is not None else "guided"
         candidates = [Candidate(own_kind, result.translation, result.model_score)]
         assert outcome.hypothesis is not None  # an empty input has no candidates
-        hypotheses: dict[str, Hypothesis] = {own_kind: outcome.hypothesis}
-        for alternative, hypothesis in outcome.alternatives:
-            output = hypothesis.token_ids[outcome.prefix_length :]
-            if alternative.kind == "match":
-                text = next(
-                    m.segment.target
-                    for m in found.matches
-                    if m.segment.id == alternative.segment_id
-                )
-            else:
-                text = self._text(source, output, _targets(found))
-            candidates.append(Candidate(alternative.kind, text, hypothesis.model_score))
-            hypotheses[alternative.kind] = hypothesis
         assert outcome.unguided is not None
-        native = outcome.unguided.token_ids[outcome.prefix_length :]
-        candidates.append(
-            Candidate(
-                "unguided",
-                self._text(source, native),
-                outcome.unguided.model_score,
-            )
-        )
-        hypotheses["unguided"] = outcome.unguided
+        hypotheses: dict[str, Hypothesis] = {own_kind: outcome.hypothesis}
+        # each candidate's text and offsets; a match is served as its target is written (its
+        # spans: see GuidedResult.offsets), the unguided translation is the model's alone
+        spelled: dict[str, tuple[str, list[int] | None]] = {}
+        kinds = [(a.kind, a.segment_id, h) for a, h in outcome.alternatives]
+        for kind, segment_id, hypothesis in [*kinds, ("unguided", None, outcome.unguided)]:
+            if kind == "match":
+                target = next(m.segment.target for m in found.matches if m.segment.id == segment_id)
+                spelled[kind] = (target, None)
+            else:
+                targets = _targets(found) if kind != "unguided" else ()
+                tokens = self._tokens(hypothesis, outcome.prefix_length)
+                spelled[kind] = self._spelled(source, tokens, targets)
+            candidates.append(Candidate(kind, spelled[kind][0], hypothesis.model_score))
+            hypotheses[kind] = hypothesis
         choice = choose(candidates, options)
         if choice.chosen.kind == own_kind:
             return replace(result, choice=choice)
         chosen = hypotheses[choice.chosen.kind]
-        tokens = [self.target_vocabulary[t] for t in chosen.token_ids[outcome.prefix_length :]]
-        # a match is served as its target is written (its spans: see GuidedResult.offsets)
-        offsets = None
-        if choice.chosen.kind != "match":  # the unguided translation is the model's alone
-            targets = _targets(found) if choice.chosen.kind != "unguided" else ()
-            offsets = self._spelled(source, tokens, targets)[1]
+        tokens = self._tokens(chosen, outcome.prefix_length)
+        offsets = spelled[choice.chosen.kind][1]
         return replace(
             result,
             translation=choice.chosen.text,

@@ -25,6 +25,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
+from tm_guide.text.edits import edited
 from tm_guide.text.layout import Layout, Paragraph
 
 _PRINTF = (
@@ -113,13 +114,8 @@ def mask_all(text: str) -> Masked | None:
             spans[-1][1] = m.end()
         else:
             spans.append([m.start(), m.end()])
-    parts, originals, at = [], [], 0
-    for n, (start, end) in enumerate(spans):
-        parts += [text[at:start], f"{{{n}}}"]
-        originals.append(text[start:end])
-        at = end
-    parts.append(text[at:])
-    return Masked("".join(parts), tuple(originals))
+    stand_ins = edited(text, [(start, end, f"{{{n}}}") for n, (start, end) in enumerate(spans)])
+    return Masked(stand_ins.text, tuple(text[start:end] for start, end in spans))
 
 
 # at a text's edges: tags, markers, and symbols between them (`</p><br/> &amp; </b>`)
