@@ -15,9 +15,10 @@ from typing import Any
 from tm_guide.matching import match_percentage
 from tm_guide.server.batching import DEGRADED_LEVELS
 from tm_guide.server.glossaries import (
-    TERM_RETRY_MAX_LOSS,
+    TERM_FORCE_MAX_LOSS,
     TERM_SCORE,
     OwnTranslations,
+    closed_compounds,
     count_applied,
     swap_own_words,
     term_pieces,
@@ -138,9 +139,9 @@ class SentenceDecoder:
         decoded: Decoded,
     ) -> None:
         """The glossary's terms put into the decoded records (tm_guide.server.glossaries: the
-        model's own word swapped, else a second, rewarded search), each translation listing
-        its terms in `glossary`."""
-        done = decoded.translations
+        model's own word swapped, else a second search that must write them), each translation
+        listing its terms in `glossary`."""
+        done, options = decoded.translations, self.mt_options
         decodable = [i for i, t in enumerate(done) if t.degraded != "tm-only"]
 
         def alone(sources: list[str]) -> list[str]:
@@ -159,17 +160,18 @@ class SentenceDecoder:
                 [collected[i] for i in missing],
                 [terms[i] for i in missing],
                 TERM_SCORE,
-                keep_template=False,
+                options,
             )
             again = self.search([texts[i] for i in missing], pieces, in_time=False)
             for k, i in enumerate(missing):
-                retried = swap_own_words(again.translations[k], terms[i], own)
+                forced = swap_own_words(again.translations[k], terms[i], own)
+                forced = closed_compounds(forced, terms[i])
                 before = done[i]
                 if (
-                    count_applied(terms[i], retried.text) > count_applied(terms[i], before.text)
-                    and retried.model_score >= before.model_score - TERM_RETRY_MAX_LOSS
+                    count_applied(terms[i], forced.text) > count_applied(terms[i], before.text)
+                    and forced.model_score >= before.model_score - TERM_FORCE_MAX_LOSS
                 ):
-                    done[i] = retried
+                    done[i] = forced
                     decoded.timings[i] = decoded.timings[i] + again.timings[k]
         for i, wanted in enumerate(terms):
             done[i] = replace(done[i], glossary=terms_used(wanted, done[i].text))

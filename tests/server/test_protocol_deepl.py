@@ -429,7 +429,7 @@ def test_characters_the_normalizer_changed_come_back(server, keys) -> None:
 def test_a_term_that_does_not_inflect_must_stand_as_written(server) -> None:
     """The same entry (document -> Dokument) in two glossaries, one saying in its `inflect` prop
     that the term does not inflect: "des Dokuments" holds the term for the one; for the other the
-    search is asked again, with the term rewarded, and writes it as the glossary does."""
+    search is asked again, held to write the term, and writes it as the glossary does."""
     create_memory(server.client, "inflecting")
     create_memory(server.client, "exact")
     add_segment(server.client, "inflecting", "document", "Dokument")
@@ -447,3 +447,17 @@ def test_a_term_that_does_not_inflect_must_stand_as_written(server) -> None:
     exact_text, exact_applied = found["exact"]
     assert exact_applied and re.search(r"Dokument(?!\w)", exact_text), found
     assert "Dokuments" not in exact_text, found
+
+
+def test_a_term_the_model_leaves_out_is_forced_in(server, keys) -> None:
+    """The model writes no word for "count" here, so there is none to swap; the search under a
+    template of the term must write "Anzahl", and does, placeholders kept."""
+    client = translator(server, keys["admin"])
+    glossary = client.create_glossary(
+        "count-terms", source_lang="EN", target_lang="DE", entries={"count": "Anzahl"}
+    )
+    text = "could not set compression worker count to %d: %s"
+    plain = client.translate_text(text, source_lang="EN", target_lang="DE").text
+    guided = client.translate_text(text, source_lang="EN", target_lang="DE", glossary=glossary).text
+    assert "Anzahl" not in plain, plain
+    assert "Anzahl" in guided and "%d" in guided and "%s" in guided, guided

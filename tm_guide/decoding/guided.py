@@ -139,6 +139,15 @@ class TranslateOptions:
                 "max_length_ratio and max_length_margin must be >= 0", field="max_length_ratio"
             )
 
+    def output_cap(self, source_length: int, prefix_length: int = 0) -> int:
+        """The most tokens the search writes for a source of `source_length` tokens, under
+        max_length_ratio (a forced prefix counts in it, as in max_decoding_length)."""
+        search = self.search
+        if self.max_length_ratio <= 0:
+            return search.max_length
+        own = math.ceil(self.max_length_ratio * source_length) + self.max_length_margin
+        return min(search.max_length, max(own, search.min_length, 1) + prefix_length)
+
     def decoding(self) -> TranslateOptions:
         """These options without what only the piece collection reads: requests whose
         decoding() is equal can share one engine call (the server's micro-batching)."""
@@ -375,7 +384,7 @@ class GuidedTranslator:
                     found.template.tokens,
                     found.template.gaps,
                     self.token_to_id,
-                    self.continues,
+                    self.continues if found.template.word_rules else None,
                     found.template.overrun,
                     found.template.lookahead,
                     found.template.least,
@@ -598,8 +607,10 @@ class GuidedTranslator:
             template = one.template if outcome.guided else None
             # the memory's typography where the memory guided it; native search is the model's
             targets = _targets(found) if outcome.guided else []
+            # the TM pair a template repairs (None: a template of glossary terms)
+            repaired = found.template.segment_id if template is not None else None
             rendered = None
-            if template is not None:
+            if template is not None and repaired is not None:
                 rendered = self._render_repair(tokens, template.follow(output), found)
             text, offsets = self._spelled(one.source, tokens, targets, rendered)
             unguided = outcome.unguided
@@ -621,7 +632,7 @@ class GuidedTranslator:
                 best_match_similarity=(
                     max((m.similarity for m in found.matches), default=None) if found else None
                 ),
-                repaired_segment=found.template.segment_id if template is not None else None,
+                repaired_segment=repaired,
                 offsets=offsets,
             )
             if outcome.alternatives and outcome.guided and unguided is not None:
@@ -837,22 +848,9 @@ def _output_caps(
     inputs: Sequence[Sequence[str]],
     prefix_length: int = 0,
 ) -> list[int]:
-    """Each sentence's output cap under options.max_length_ratio, from its own length; a forced
-    prefix counts in the cap (as in max_decoding_length) and is added to it."""
-    if options.max_length_ratio <= 0:
-        return [search.max_length] * len(inputs)
-    return [
-        min(
-            search.max_length,
-            max(
-                math.ceil(options.max_length_ratio * len(x)) + options.max_length_margin,
-                search.min_length,
-                1,
-            )
-            + prefix_length,
-        )
-        for x in inputs
-    ]
+    """Each sentence's output cap (TranslateOptions.output_cap) under `search`."""
+    capped = replace(options, search=search)
+    return [capped.output_cap(len(x), prefix_length) for x in inputs]
 
 
 def _capped(

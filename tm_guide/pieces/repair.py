@@ -94,18 +94,22 @@ class RepairOptions:
 class MatchTemplate:
     """The kept target tokens of one TM pair, with the free tokens allowed before each of them
     (gaps[len(tokens)]: after the last), where each stands in the pair's target tokens, and the
-    pair it came from."""
+    pair it came from (segment_id None: no pair, tokens the output must hold, as glossary terms:
+    tm_guide.pieces.terms). `word_rules`: whether the search holds its gaps to the word rules of
+    tm_guide.decoding.template (a gap does not glue onto a kept word nor end mid-word); a
+    glossary term may take an ending, so its template does not."""
 
     tokens: tuple[str, ...]
     gaps: tuple[int, ...]
     positions: tuple[int, ...]
-    segment_id: int
+    segment_id: int | None
     similarity: float
     overrun: int = 0  # RepairOptions.overrun
     lookahead: int = 0  # RepairOptions.lookahead
     # per gap: the free tokens it must hold: one where tokens are owed (the source changed
     # there), none where words were only dropped (empty: none anywhere)
     least: tuple[int, ...] = ()
+    word_rules: bool = True
 
 
 def word_starts(tokens: tuple[str, ...]) -> list[bool]:

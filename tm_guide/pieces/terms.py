@@ -3,8 +3,9 @@
 A glossary entry that applies to a sentence (tm_guide.text.glossary) gives its target term's
 n-grams as pieces, scored `score` (eq. 8 scores are at most 1, so a score above 1 outweighs any
 TM piece); the term's tokens join L_X. Each n-gram may be rewarded once, as a term is asked for
-once. A repair template is dropped where it is asked to be (`keep_template` False): a repaired
-TM target writes the TM's word, not the glossary's.
+once. A reward alone draws a term to wherever it is cheapest, so the terms are forced
+(`forced_terms`): a template of the terms alone, which the search must write, in place of a
+repair's template (a repaired TM target writes the TM's word, not the glossary's).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from tm_guide.pieces.builder import Ngram, TranslationPieces
+from tm_guide.pieces.repair import MatchTemplate
 
 
 def with_terms(
@@ -21,7 +23,6 @@ def with_terms(
     terms: Sequence[Sequence[str]],
     score: float,
     max_n: int = 4,
-    keep_template: bool = True,
 ) -> TranslationPieces:
     """`found` (or no pieces at all) with every n-gram of each term's target tokens added."""
     base = found if found is not None else TranslationPieces(tokens=list(source_tokens))
@@ -44,8 +45,38 @@ def with_terms(
         ngrams=ngrams,
         limits=limits,
         provenance=provenance,
-        template=base.template if keep_template else None,
     )
+
+
+def forced_terms(
+    found: TranslationPieces | None,
+    source_tokens: Sequence[str],
+    terms: Sequence[Sequence[str]],
+    score: float,
+    room: int,
+    word_rules: bool = False,
+) -> TranslationPieces:
+    """with_terms, and a template that makes the search write every term, in the order given,
+    with up to `room` free tokens before, between and after them: the model still chooses
+    where each goes and what surrounds it. `word_rules` (MatchTemplate.word_rules): whether a
+    gap may not glue onto a term, which keeps a term that does not inflect from taking an
+    ending; without them an inflecting term may take one."""
+    pieces = with_terms(found, source_tokens, terms, score)
+    tokens: list[str] = []
+    gaps: list[int] = []
+    for term in terms:
+        tokens.extend(term)
+        gaps.extend([room] + [0] * (len(term) - 1))
+    gaps.append(room)
+    template = MatchTemplate(
+        tokens=tuple(tokens),
+        gaps=tuple(gaps),
+        positions=(),
+        segment_id=None,
+        similarity=0.0,
+        word_rules=word_rules,
+    )
+    return replace(pieces, template=template)
 
 
 def _ngrams(tokens: Sequence[str], max_n: int) -> list[Ngram]:
