@@ -9,8 +9,10 @@ translator can insert as it is out.
    the protocol's deadline, a glossary's terms put in).
 4. Each translation must hold its sentence's non-translatables exactly once each; one that does
    not is translated again with all of them masked as placeholders (a second batch, only for
-   those), and one that loses one even so is replaced by the translation of the runs between
-   them, the non-translatables kept in their order (a third).
+   those). Where that loses one even so, the lost ones are put back beside the words their
+   neighbours were aligned to (tm_guide.text.placement); only for a model without alignment
+   priors is the sentence replaced by the translation of the runs between them, the
+   non-translatables kept in their order (a third batch).
 5. The sentences' records are joined into the segment's (tm_guide.server.layouts).
 """
 
@@ -35,6 +37,7 @@ from tm_guide.text.placeholders import (
     protected,
     runs_layout,
 )
+from tm_guide.text.placement import place_lost
 
 
 @dataclass(frozen=True)
@@ -96,7 +99,8 @@ def translate_segments(
         else:
             records[i] = record
     if lost:
-        lost = _translate_masked(decoder, units, lost, records, timings)
+        lost, masked = _translate_masked(decoder, units, lost, records, timings)
+        lost = _placed(decoder, units, lost, masked, records)
     if lost:
         _translate_runs(decoder, units, lost, records, timings)
     records = [
@@ -192,22 +196,60 @@ def _translate_masked(
     lost: Sequence[int],
     records: list[Translation],
     timings: list[Timing],
-) -> list[int]:
+) -> tuple[list[int], dict[int, tuple[Masked, Translation]]]:
     """The sentences whose translation lost a non-translatable, translated again with all of
-    them masked; those that lose one again (or cannot be masked) are returned."""
+    them masked; those that lose one again (or cannot be masked) are returned, with the masked
+    translation of each that could be masked."""
     masks = {i: mask_all(units[i]) for i in lost}
     wanted = [i for i in lost if masks[i] is not None]
     still = [i for i in lost if masks[i] is None]
+    failed: dict[int, tuple[Masked, Translation]] = {}
     if not wanted:
-        return still
+        return still, failed
     decoded = decoder.decode([masks[i].text for i in wanted])  # type: ignore[union-attr]
     for at, i in enumerate(wanted):
         timings[i] = Timing.summed([timings[i], decoded.timings[at]])
         record = _checked(units[i], masks[i], decoded.translations[at])
         if record is None:
             still.append(i)
+            failed[i] = (masks[i], decoded.translations[at])  # type: ignore[assignment]
         else:
             records[i] = replace(record, non_translatables="masked")
+    return sorted(still), failed
+
+
+def _placed(
+    decoder: SentenceDecoder,
+    units: Sequence[str],
+    lost: Sequence[int],
+    masked: dict[int, tuple[Masked, Translation]],
+    records: list[Translation],
+) -> list[int]:
+    """The masked translations that lost a stand-in anyway, each stand-in put back where the
+    word alignment says (tm_guide.text.placement); those without a masked translation, or
+    where the model has no alignment priors, are returned."""
+    wanted = [i for i in lost if i in masked]
+    if not wanted:
+        return list(lost)
+    aligner = decoder.services.word_aligner()
+    if aligner is None:
+        return list(lost)
+    still = [i for i in lost if i not in masked]
+    for i in wanted:
+        stand_ins, translation = masked[i]
+        text = translation.text
+        placed = place_lost(stand_ins.text, text, len(stand_ins.originals), aligner)
+        pieces = [
+            replace(piece, span=(placed.moved(piece.span[0]), placed.moved(piece.span[1])))
+            if piece.span is not None
+            else piece
+            for piece in translation.pieces_used
+        ]
+        record = _checked(units[i], stand_ins, translation.with_text(placed.text, pieces))
+        if record is None:
+            still.append(i)
+        else:
+            records[i] = replace(record, non_translatables="aligned")
     return sorted(still)
 
 
@@ -250,7 +292,8 @@ def _enclosed(record: Translation, lead: str, trail: str) -> Translation:
 
 def _how_kept(records: Sequence[Translation]) -> str | None:
     """The segment's worst way of keeping them: runs when any sentence fell back to its runs,
-    masked when any was translated again with them masked, model when the model kept them all;
-    None for a segment without non-translatables."""
+    aligned when any had one put back by alignment, masked when any was translated again with
+    them masked, model when the model kept them all; None for a segment without
+    non-translatables."""
     ways = {record.non_translatables for record in records}
-    return next((way for way in ("runs", "masked", "model") if way in ways), None)
+    return next((way for way in ("runs", "aligned", "masked", "model") if way in ways), None)

@@ -26,6 +26,7 @@ class Services:
         self._store: Any = None
         self._bundle: Any = None
         self._aligner: Any = None
+        self._word_aligner: Any = None
         self._deferred: Any = None
         self._translator: Any = None
         self._decoder: Any = None
@@ -83,6 +84,17 @@ class Services:
 
         options = AlignOptions(cache_dir=priors_cache_dir(self.config.settings.index_dir))
         return MemoryAligner(self.store(), self.bundle(), options)
+
+    def word_aligner(self) -> Any:
+        """Aligner of one sentence's words with the model's own priors (None for a model
+        without them), which puts back a non-translatable a translation lost."""
+        return self._once("_word_aligner", self._make_word_aligner)
+
+    def _make_word_aligner(self) -> Any:
+        from tm_guide.pieces.align import WordAligner
+
+        priors = self.aligner().base_priors()
+        return WordAligner(self.bundle(), priors) if priors is not None else None
 
     def deferred_aligner(self) -> Any:
         """Aligns written segments after their answer, batched across requests."""

@@ -241,3 +241,21 @@ def test_a_sentence_that_lost_a_placeholder_is_translated_again_with_all_masked(
     assert translation["non_translatables"] == "masked", translation
     assert "'git rev-list <commits> --not --remotes -n 1'" in text and text.count("%s") == 1, text
     assert text.index("<commits>") < text.index("Submodul %s") < text.index("ausführen"), text
+
+
+def test_a_marker_lost_even_masked_is_put_back_by_alignment(weblate, server, token) -> None:
+    """The demo model drops Weblate's marker in "create a shallow clone with [X28X] depth" even
+    standing in as {0}; the marker goes back after "mit", the word "with" was aligned to, in
+    the sentence translated whole, not between runs translated on their own ("... erzeugen
+    [X28X] Tiefe")."""
+    source = "create a shallow clone with [X28X] depth"
+    reply = server.client.post("/v1/suggest", {"source": source, "memories": ["docs"]})
+    assert reply.status == 200, reply.body
+    translation = reply.json["results"][0]["translation"]
+    assert translation["non_translatables"] == "aligned", translation
+    assert "mit [X28X] " in translation["text"] and translation["text"].count("[X28X]") == 1
+    service = weblate.LibreTranslate({"url": f"{base(server)}/libretranslate/", "key": token})
+    languages = service.get_languages(weblate.Language("en"), weblate.Language("de"))
+    shallow = "create a shallow clone with %d depth"
+    found = service._translate(*languages, [(shallow, weblate_harness.unit())], threshold=75)
+    assert "mit %d " in found[shallow][0]["text"], found

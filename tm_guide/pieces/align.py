@@ -418,3 +418,41 @@ class MemoryAligner:
                 if report is not None:
                     report("storing", start + len(chunk), len(items))
         return analyses
+
+
+class WordAligner:
+    """Aligns the words of one sentence pair (tm_guide.text.placement.WordAligner): each word
+    split by the tokenizer, the pieces aligned with its priors in a few sweeps, as a new
+    segment is (AlignOptions.incremental), and a piece link taken as a link of their words."""
+
+    def __init__(
+        self,
+        tokenizer: Tokenizer,
+        priors: AlignmentPriors,
+        options: EflomalOptions | None = None,
+    ) -> None:
+        self.tokenizer = tokenizer
+        self.priors = priors
+        self.options = options or AlignOptions().incremental
+
+    def __call__(self, source: Sequence[str], target: Sequence[str]) -> list[tuple[int, int]]:
+        source_pieces, source_words = self._split(source, self.tokenizer.encode_source)
+        target_pieces, target_words = self._split(target, self.tokenizer.encode_target)
+        if not source_pieces or not target_pieces:
+            return []
+        alignments, _ = align_token_pairs(
+            [source_pieces], [target_pieces], self.options, self.priors
+        )
+        return sorted({(source_words[s], target_words[t]) for s, t in alignments[0]})
+
+    @staticmethod
+    def _split(
+        words: Sequence[str], encode: Callable[[str], list[str]]
+    ) -> tuple[list[str], list[int]]:
+        pieces: list[str] = []
+        owners: list[int] = []
+        for k, word in enumerate(words):
+            for piece in encode(word):
+                pieces.append(piece)
+                owners.append(k)
+        return pieces, owners

@@ -14,9 +14,10 @@ are masked (`mask`) as numbered brace placeholders, which it copies, and put bac
 A sentence whose translation loses one anyway is translated again with every non-translatable
 standing in so (`mask_all`): the model still sees the whole sentence and places each where the
 target language wants it, and it copies the short stand-ins more surely than a tag or a path
-("<commits>" inside a quoted command). Only where that loses one too is the sentence replaced
-by the translation of the runs between them, with every non-translatable kept in its source
-order (`runs_layout`): a worse sentence, but nothing a translator must retype.
+("<commits>" inside a quoted command). Where that loses one too, the lost one is put back by
+word alignment (tm_guide.text.placement); without an aligner, the sentence is replaced by the
+translation of the runs between them, with every non-translatable kept in its source order
+(`runs_layout`): a worse sentence, but nothing a translator must retype.
 """
 
 from __future__ import annotations
