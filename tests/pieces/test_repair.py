@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from tm_guide.errors import InvalidInput
 from tm_guide.pieces.collect import AlignedPair, collect_ngrams, compare
-from tm_guide.pieces.repair import RepairOptions, match_template, word_starts
+from tm_guide.pieces.repair import RepairOptions, match_template, word_similarity, word_starts
 
 from .test_algorithm1 import WORDS, aligned_pairs
 
@@ -131,7 +131,14 @@ def test_the_match_itself_is_kept_whole_without_gaps(pair):
 
 
 @pytest.mark.parametrize(
-    "kwargs", [{"threshold": 0.0}, {"threshold": 1.5}, {"gap_scale": -1}, {"gap_margin": -2}]
+    "kwargs",
+    [
+        {"threshold": 0.0},
+        {"threshold": 1.5},
+        {"gap_scale": -1},
+        {"gap_margin": -2},
+        {"words": 1.5},
+    ],
 )
 def test_bad_repair_options_are_refused(kwargs):
     with pytest.raises(InvalidInput):
@@ -141,3 +148,19 @@ def test_bad_repair_options_are_refused(kwargs):
 def test_repair_applies_from_its_threshold_and_never_without_one():
     assert RepairOptions(0.7).applies(0.7) and not RepairOptions(0.7).applies(0.69)
     assert not RepairOptions().applies(1.0)
+
+
+def test_a_match_that_shares_only_numbers_and_punctuation_is_not_repaired():
+    """A heading's number and dots make half the tokens of "6.3.1. Basics of SSH" and "6.2.1.
+    Email basics" alike, but no word with a letter; a changed word of three leaves 2/3."""
+    heading = ["\u25816", ".", "3", ".", "1", ".", "\u2581Basics", "\u2581of", "\u2581SSH"]
+    other = ["\u25816", ".", "2", ".", "1", ".", "\u2581Email", "\u2581basics"]
+    assert word_similarity(heading, other) == 0.0
+    assert word_similarity(
+        ["\u2581Opens", "\u2581the", "\u2581Wiz", "ard"],
+        ["\u2581opens", "\u2581a", "\u2581Wizard"],
+    ) == pytest.approx(2 / 3)
+    assert word_similarity(["1", "."], ["2", "."]) == 1.0  # no word with a letter on either side
+    options = RepairOptions(0.5)
+    assert options.applies(0.5, 0.3) and not options.applies(0.5, 0.29)
+    assert RepairOptions(0.5, words=0.0).applies(0.5, 0.0)

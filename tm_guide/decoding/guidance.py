@@ -108,8 +108,9 @@ class Guidance:
         if self.repair != "off":
             repair = RepairOptions.parse(self.repair)
             rule += (
-                f"; the best match repaired from similarity {repair.threshold:g} (gaps "
-                f"{repair.gap_scale} per token + {repair.gap_margin})"
+                f"; the best match repaired from similarity {repair.threshold:g} and "
+                f"{repair.words:g} over its words (gaps {repair.gap_scale} per token + "
+                f"{repair.gap_margin})"
             )
         if self.choice != "off":
             choice = ChoiceOptions.parse(self.choice)

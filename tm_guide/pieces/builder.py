@@ -30,7 +30,12 @@ from tm_guide.pieces.collect import (
     compare,
     piece_counts,
 )
-from tm_guide.pieces.repair import MatchTemplate, RepairOptions, match_template
+from tm_guide.pieces.repair import (
+    MatchTemplate,
+    RepairOptions,
+    match_template,
+    word_similarity,
+)
 from tm_guide.pieces.tokenizer import Tokenizer, tokens_to_text
 from tm_guide.pieces.weighting import PieceWeighting
 
@@ -171,7 +176,9 @@ class PieceBuilder:
                 )
             )
         best = max(range(len(pairs)), key=lambda i: comparisons[i].similarity, default=None)
-        if best is not None and options.repair.applies(comparisons[best].similarity):
+        if best is not None and options.repair.applies(
+            comparisons[best].similarity, word_similarity(tokens, absorbed[best].source)
+        ):
             result.template = match_template(absorbed[best], taken[best], options.repair)
         result.ngrams = table.scores
         result.provenance = table.provenance

@@ -24,8 +24,11 @@ import numpy as np
 from tm_guide.errors import InvalidInput
 from tm_guide.pieces.collect import AlignedPair, EditComparison
 from tm_guide.pieces.tokenizer import SENTENCEPIECE_SPACE
+from tm_guide.similarity import token_similarity
 
 _BYTE_PIECE = re.compile(r"<0x[0-9A-Fa-f]{2}>")
+# a word for word_similarity: letters and digits, joined by hyphens or dots ("Unix-like")
+_WORD = re.compile(r"\w+(?:[-.]\w+)*")
 
 
 @dataclass(frozen=True)
@@ -38,7 +41,15 @@ class RepairOptions:
     lookahead: how many of the template's next words a gap may not write (it would copy them);
     agreement: a kept word of at most this many letters right before a changed word is
     rewritten with it (an article or a preposition agrees with the new word: "das Startcenter"
-    becomes "den Startbildschirm"; 0: never)."""
+    becomes "den Startbildschirm"; 0: never);
+    words: the match must also reach this eq. 9 similarity over the words that hold a letter
+    (`word_similarity`): a heading's number or the punctuation lifts the token similarity of
+    "6.3.1. Basics of SSH" and "6.2.1. Email basics" to 0.5 where they share no content, and
+    the model then writes a new sentence into the match's frame ("6.3.1. Grundlage-Mail-
+    Systems von SSH"); such a sentence is guided instead (0: no such bound). 0.3 on the dev sets
+    of three domains: served BLEU in the similarity decile 0.5-0.6 49.18 -> 49.11 on
+    LibreOffice help, 28.51 -> 32.31 and 45.63 -> 50.66 on the Debian docs and guides (and
+    49.31 -> 50.15 in the guides' 0.6-0.7); no other decile moves."""
 
     threshold: float | None = None
     gap_scale: int = 1
@@ -46,6 +57,7 @@ class RepairOptions:
     overrun: int = 4
     lookahead: int = 3
     agreement: int = 3
+    words: float = 0.3
 
     def __post_init__(self) -> None:
         if self.threshold is not None and not 0.0 < self.threshold <= 1.0:
@@ -57,9 +69,13 @@ class RepairOptions:
             raise InvalidInput(
                 "gap_scale, gap_margin, overrun and lookahead must be >= 0", field="repair"
             )
+        if not 0.0 <= self.words <= 1.0:
+            raise InvalidInput("the repair's word similarity must be in [0, 1]", field="repair")
 
-    def applies(self, similarity: float) -> bool:
-        return self.threshold is not None and similarity >= self.threshold
+    def applies(self, similarity: float, words: float = 1.0) -> bool:
+        """Whether a match of eq. 9 `similarity`, and `words` over its words with a letter
+        (word_similarity), is repaired."""
+        return self.threshold is not None and similarity >= self.threshold and words >= self.words
 
     @classmethod
     def parse(cls, spec: str) -> RepairOptions:
@@ -110,6 +126,22 @@ class MatchTemplate:
     # there), none where words were only dropped (empty: none anywhere)
     least: tuple[int, ...] = ()
     word_rules: bool = True
+
+
+def word_similarity(query: Sequence[str], tm_source: Sequence[str]) -> float:
+    """Eq. 9 over the words of two token sequences that hold a letter, in any letter case and
+    without the punctuation around them ("row." is "row"): the tokens are joined into text at
+    SentencePiece's space marks (or at every token where none carries one). Two sequences with
+    no such word are alike (1.0)."""
+    return token_similarity(_letter_words(query), _letter_words(tm_source))
+
+
+def _letter_words(tokens: Sequence[str]) -> list[str]:
+    if any(SENTENCEPIECE_SPACE in token for token in tokens):
+        text = "".join(tokens).replace(SENTENCEPIECE_SPACE, " ")
+    else:
+        text = " ".join(tokens)
+    return [word.casefold() for word in _WORD.findall(text) if any(c.isalpha() for c in word)]
 
 
 def word_starts(tokens: tuple[str, ...]) -> list[bool]:
