@@ -46,6 +46,18 @@ def translator(server, key: str) -> deepl.Translator:
     return deepl.Translator(key, server_url=server.url("/deepl/"))
 
 
+def both_ways(
+    server, keys, name: str, entries: dict[str, str], text: str
+) -> tuple[deepl.GlossaryInfo, str, str]:
+    """DeepL's own client creates glossary `name` and translates `text` without it and with
+    it: (the glossary, the plain translation, the one with the glossary)."""
+    client = translator(server, keys["admin"])
+    glossary = client.create_glossary(name, source_lang="EN", target_lang="DE", entries=entries)
+    plain = client.translate_text(text, source_lang="EN", target_lang="DE").text
+    guided = client.translate_text(text, source_lang="EN", target_lang="DE", glossary=glossary).text
+    return glossary, plain, guided
+
+
 def weblate(server, method: str, path: str, key: str | None, **kw: Any) -> requests.Response:
     """A request as Weblate's DeepL service sends it (API URL `.../deepl/v2`)."""
     headers = {"Authorization": f"DeepL-Auth-Key {key}"} if key is not None else {}
@@ -325,13 +337,8 @@ def test_a_glossary_term_is_used_and_reported(server, keys) -> None:
     """DeepL's own client creates a glossary (file -> Akte) and translates with it: the
     translation holds the term where the model wrote "Datei" without it; the answer says how
     many terms applied in X-TM-Guide-Glossary-Terms, and /v1 lists them."""
-    client = translator(server, keys["admin"])
-    glossary = client.create_glossary(
-        "cat-terms", source_lang="EN", target_lang="DE", entries={"file": "Akte"}
-    )
     text = "Move the folder to the file."
-    plain = client.translate_text(text, source_lang="EN", target_lang="DE").text
-    guided = client.translate_text(text, source_lang="EN", target_lang="DE", glossary=glossary).text
+    glossary, plain, guided = both_ways(server, keys, "cat-terms", {"file": "Akte"}, text)
     assert "Akte" not in plain and "Akte" in guided, (plain, guided)
     raw = requests.post(
         f"http://127.0.0.1:{server.client.port}/deepl/v2/translate",
@@ -452,12 +459,7 @@ def test_a_term_that_does_not_inflect_must_stand_as_written(server) -> None:
 def test_a_term_the_model_leaves_out_is_forced_in(server, keys) -> None:
     """The model writes no word for "count" here, so there is none to swap; the search under a
     template of the term must write "Anzahl", and does, placeholders kept."""
-    client = translator(server, keys["admin"])
-    glossary = client.create_glossary(
-        "count-terms", source_lang="EN", target_lang="DE", entries={"count": "Anzahl"}
-    )
     text = "could not set compression worker count to %d: %s"
-    plain = client.translate_text(text, source_lang="EN", target_lang="DE").text
-    guided = client.translate_text(text, source_lang="EN", target_lang="DE", glossary=glossary).text
+    _, plain, guided = both_ways(server, keys, "count-terms", {"count": "Anzahl"}, text)
     assert "Anzahl" not in plain, plain
     assert "Anzahl" in guided and "%d" in guided and "%s" in guided, guided
