@@ -22,12 +22,20 @@ _REPEATED = re.compile(r"(?<!\w)([^\W\d_]{4,})((?:(?:\s+|-)\1)+)(?!\w)", re.IGNO
 _ANY_REPEAT = re.compile(r"(?<!\w)(\w+)(?:\s+|-)\1(?!\w)", re.IGNORECASE)
 # four letters or more, then the same again inside a word ("Verzeichnisverzeichnis")
 _DOUBLED = re.compile(r"([^\W\d_]{4,})(\1+)", re.IGNORECASE)
+# a word of four letters or more, then after whitespace or a hyphen the same with an ending of
+# one to three letters: two forms of one word ("Kopie kopieren", "Upload-Uploads"); a longer
+# tail makes another word ("Haus Hausmeister")
+_TWO_FORMS = re.compile(
+    r"(?<!\w)([^\W\d_]{4,})(?:(?:\s+|-)\1)*(\s+|-)(\1)(?=[^\W\d_]{1,3}(?!\w))",
+    re.IGNORECASE,
+)
 
 
 def without_stutter(source: str, translation: str, targets: Sequence[str] = ()) -> Edited:
     """`translation` with each run of a repeated word written once (its first), where `source`
-    repeats no word itself, and each part of a word written twice over inside it once, where
-    neither `source` nor `targets` (the TM targets that guided it) writes it so."""
+    repeats no word itself; each part of a word written twice over inside it once, where
+    neither `source` nor `targets` (the TM targets that guided it) writes it so; and of two
+    forms of one word in a row, the second, where no target writes them so."""
     edits = []
     if not _ANY_REPEAT.search(source):
         edits += [(m.start(2), m.end(2), "") for m in _REPEATED.finditer(translation)]
@@ -35,4 +43,16 @@ def without_stutter(source: str, translation: str, targets: Sequence[str] = ()) 
         doubled = m.group().casefold()
         if not any(doubled in text.casefold() for text in (source, *targets)):
             edits.append((m.start(2), m.end(2), ""))
+    for m in _TWO_FORMS.finditer(translation):
+        if not any(m.group().casefold() in text.casefold() for text in targets):
+            edits.append(_first_form_dropped(m))
     return edited(translation, edits)
+
+
+def _first_form_dropped(m: re.Match[str]) -> tuple[int, int, str]:
+    """The edit that drops the first of two forms ("Upload-Uploads" -> "Uploads"), the second
+    taking its capital where the first had one ("Kopie kopieren" -> "Kopieren")."""
+    first = m.group(3)[0]
+    if m.group(1)[0].isupper():
+        first = first.upper()
+    return m.start(1), m.start(3) + 1, first
