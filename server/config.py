@@ -108,11 +108,12 @@ PROTOCOLS = ("tmserver", "libretranslate", "modernmt", "deepl")
 
 
 # Weblate waits 5 s for its LibreTranslate, ModernMT and DeepL services (the vendors' own clients
-# longer); an answer is due 1 s before, for the wait before the request is read and the work
-# after the answer is decided, which on a loaded 2-core server took up to 0.8 s (with 0.5 s,
-# 44 of 64 Weblate batches still came after 5 s; bench/deadline_bench.py). tmserver does no
-# MT, so it has no deadline to meet.
-DEADLINES_MS = {"libretranslate": 4000.0, "modernmt": 4000.0, "deepl": 4000.0}
+# longer); an answer is due 2 s before, for the wait before the request is read and the work
+# after the answer is decided, which on a loaded 2-core server took up to 1.9 s: 32 Weblate
+# batches of 20 strings at once, 3 rounds (bench/deadline_bench.py), came after 5 s in 7 to 30
+# of 96 batches with 4 s, 1 with 3.5 s, 0 with 3 s, the share of sentences decoded about the
+# same (16-21%). tmserver does no MT, so it has no deadline to meet.
+DEADLINES_MS = {"libretranslate": 3000.0, "modernmt": 3000.0, "deepl": 3000.0}
 
 
 @dataclass(frozen=True)
