@@ -109,10 +109,12 @@ PROTOCOLS = ("tmserver", "libretranslate", "modernmt", "deepl")
 
 # Weblate waits 5 s for its LibreTranslate, ModernMT and DeepL services (the vendors' own clients
 # longer); an answer is due 2 s before, for the wait before the request is read and the work
-# after the answer is decided, which on a loaded 2-core server took up to 1.9 s: 32 Weblate
-# batches of 20 strings at once, 3 rounds (bench/deadline_bench.py), came after 5 s in 7 to 30
-# of 96 batches with 4 s, 1 with 3.5 s, 0 with 3 s, the share of sentences decoded about the
-# same (16-21%). tmserver does no MT, so it has no deadline to meet.
+# after the answer is decided. 32 Weblate batches of 20 strings at once, 3 rounds, on a 2-core
+# server (bench/deadline_bench.py; the machine's speed varied between runs by 1.5x): with 4 s,
+# 7 to 30 of 96 batches came after 5 s, and still 0 to 19 once TM lookups stop soon after the
+# deadline (TM_ONLY_LOOKUP_GRACE_S); with 3 s, none in three runs (the latest at 4.1 s once
+# lookups stop), the share of sentences decoded about the same (16-21%). tmserver does no MT,
+# so it has no deadline.
 DEADLINES_MS = {"libretranslate": 3000.0, "modernmt": 3000.0, "deepl": 3000.0}
 
 
