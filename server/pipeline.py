@@ -172,15 +172,7 @@ def _checked(unit: str, masked: Masked | None, record: Translation) -> Translati
         unmasked = masked.unmask(text)
         if unmasked is None:
             return None
-        pieces = [
-            replace(
-                piece,
-                span=(masked.moved(text, piece.span[0]), masked.moved(text, piece.span[1])),
-            )
-            if piece.span is not None
-            else piece
-            for piece in record.pieces_used
-        ]
+        pieces = [piece.remapped(lambda at: masked.moved(text, at)) for piece in record.pieces_used]
         unguided = record.unguided
         if unguided is not None:
             unguided = masked.unmask(unguided) or unguided
@@ -237,14 +229,8 @@ def _placed(
     still = [i for i in lost if i not in masked]
     for i in wanted:
         stand_ins, translation = masked[i]
-        text = translation.text
-        placed = place_lost(stand_ins.text, text, len(stand_ins.originals), aligner)
-        pieces = [
-            replace(piece, span=(placed.moved(piece.span[0]), placed.moved(piece.span[1])))
-            if piece.span is not None
-            else piece
-            for piece in translation.pieces_used
-        ]
+        placed = place_lost(stand_ins.text, translation.text, len(stand_ins.originals), aligner)
+        pieces = [piece.remapped(placed.moved) for piece in translation.pieces_used]
         record = _checked(units[i], stand_ins, translation.with_text(placed.text, pieces))
         if record is None:
             still.append(i)

@@ -9,7 +9,7 @@ touches the store or the model.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -60,6 +60,13 @@ class PieceUse:
         if self.span is None or not offset:
             return self
         return replace(self, span=(self.span[0] + offset, self.span[1] + offset))
+
+    def remapped(self, move: Callable[[int], int]) -> PieceUse:
+        """The piece with each end of its span where `move` takes it (the text around it
+        edited: a stand-in unmasked, a lost one put back)."""
+        if self.span is None:
+            return self
+        return replace(self, span=(move(self.span[0]), move(self.span[1])))
 
     def to_json(self) -> dict[str, Any]:
         return {

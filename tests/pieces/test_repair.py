@@ -162,5 +162,5 @@ def test_a_match_that_shares_only_numbers_and_punctuation_is_not_repaired():
     ) == pytest.approx(2 / 3)
     assert word_similarity(["1", "."], ["2", "."]) == 1.0  # no word with a letter on either side
     options = RepairOptions(0.5)
-    assert options.applies(0.5, 0.3) and not options.applies(0.5, 0.29)
-    assert RepairOptions(0.5, words=0.0).applies(0.5, 0.0)
+    assert options.applies(0.5) and options.shares(0.3) and not options.shares(0.29)
+    assert RepairOptions(0.5, words=0.0).shares(0.0)

@@ -176,8 +176,10 @@ class PieceBuilder:
                 )
             )
         best = max(range(len(pairs)), key=lambda i: comparisons[i].similarity, default=None)
-        if best is not None and options.repair.applies(
-            comparisons[best].similarity, word_similarity(tokens, absorbed[best].source)
+        if (
+            best is not None
+            and options.repair.applies(comparisons[best].similarity)
+            and options.repair.shares(word_similarity(tokens, absorbed[best].source))
         ):
             result.template = match_template(absorbed[best], taken[best], options.repair)
         result.ngrams = table.scores

@@ -72,10 +72,14 @@ class RepairOptions:
         if not 0.0 <= self.words <= 1.0:
             raise InvalidInput("the repair's word similarity must be in [0, 1]", field="repair")
 
-    def applies(self, similarity: float, words: float = 1.0) -> bool:
-        """Whether a match of eq. 9 `similarity`, and `words` over its words with a letter
-        (word_similarity), is repaired."""
-        return self.threshold is not None and similarity >= self.threshold and words >= self.words
+    def applies(self, similarity: float) -> bool:
+        """Whether a match of eq. 9 `similarity` reaches the threshold (see also shares)."""
+        return self.threshold is not None and similarity >= self.threshold
+
+    def shares(self, words: float) -> bool:
+        """Whether a match of `words` over its words with a letter (word_similarity) shares
+        enough of them to be repaired."""
+        return words >= self.words
 
     @classmethod
     def parse(cls, spec: str) -> RepairOptions:

@@ -45,7 +45,8 @@ _PATH = r"(?<![\w/~.])(?:~|\.{1,2})?/(?:[\w.+-]+/)*[\w.+-]+/?"
 
 PROTECTED = re.compile("|".join([_MARKER, _TAG, _URL, _EMAIL, _PRINTF, _BRACE, _ENTITY, _PATH]))
 _MARKER_RE = re.compile(_MARKER)
-_STAND_IN = re.compile(r"\{(\d+)\}")
+# a stand-in for a non-translatable while the model translates (`mask`, `mask_all`): {n}
+STAND_IN = re.compile(r"\{(\d+)\}")
 
 
 def protected(text: str) -> list[str]:
@@ -68,15 +69,15 @@ class Masked:
     def unmask(self, translation: str) -> str | None:
         """The translation with the markers back where their stand-ins went; None when a
         stand-in is missing, repeated or unknown."""
-        seen = [int(m.group(1)) for m in _STAND_IN.finditer(translation)]
+        seen = [int(m.group(1)) for m in STAND_IN.finditer(translation)]
         if sorted(seen) != list(range(len(self.originals))):
             return None
-        return _STAND_IN.sub(lambda m: self.originals[int(m.group(1))], translation)
+        return STAND_IN.sub(lambda m: self.originals[int(m.group(1))], translation)
 
     def moved(self, translation: str, position: int) -> int:
         """Where character `position` of the masked translation is in the unmasked one."""
         shift = 0
-        for m in _STAND_IN.finditer(translation):
+        for m in STAND_IN.finditer(translation):
             if m.start() >= position:
                 break
             original = self.originals[int(m.group(1))]

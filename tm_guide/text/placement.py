@@ -17,11 +17,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from tm_guide.text.edits import Edited, edited
+from tm_guide.text.placeholders import STAND_IN
 
 # (source words, target words) -> links (source word, target word)
 WordAligner = Callable[[Sequence[str], Sequence[str]], Sequence[tuple[int, int]]]
 
-_STAND_IN = re.compile(r"\{(\d+)\}")
 _CHUNK = re.compile(r"\S+")
 # what may close a target word before a stand-in put after it ("Datei {0}," not "Datei, {0}")
 _CLOSING = re.compile(r"[.,;:!?)\]»«\"']+$")
@@ -44,7 +44,7 @@ def place_lost(source: str, translation: str, count: int, align: WordAligner) ->
     repeats and unknown ones removed, missing ones put beside their aligned neighbours (see
     the module). The edits say where the translation's characters moved."""
     removals = _repeats(translation, count)
-    present = {int(m.group(1)) for m in _STAND_IN.finditer(translation)}
+    present = {int(m.group(1)) for m in STAND_IN.finditer(translation)}
     missing = [n for n in range(count) if n not in present]
     if not missing:
         return edited(translation, removals)
@@ -99,7 +99,7 @@ def _repeats(translation: str, count: int) -> list[tuple[int, int, str]]:
     `count`, each with one space beside it."""
     seen: set[int] = set()
     edits: list[tuple[int, int, str]] = []
-    for m in _STAND_IN.finditer(translation):
+    for m in STAND_IN.finditer(translation):
         n = int(m.group(1))
         if n < count and n not in seen:
             seen.add(n)
@@ -115,7 +115,7 @@ def _repeats(translation: str, count: int) -> list[tuple[int, int, str]]:
 
 def _words(text: str) -> list[_Word]:
     return [
-        _Word(m.start(), m.end(), _STAND_IN.sub("", m.group()).strip())
+        _Word(m.start(), m.end(), STAND_IN.sub("", m.group()).strip())
         for m in _CHUNK.finditer(text)
     ]
 
@@ -124,8 +124,8 @@ def _piece(chunk: str, n: int) -> str:
     """What to put back for stand-in `n`: its source chunk where that has no letter or digit
     besides stand-ins (the quotes around it: "'{0}'"), less sentence punctuation; else the
     stand-in alone."""
-    rest = _STAND_IN.sub("", chunk)
-    if any(c.isalnum() for c in rest) or len(_STAND_IN.findall(chunk)) > 1:
+    rest = STAND_IN.sub("", chunk)
+    if any(c.isalnum() for c in rest) or len(STAND_IN.findall(chunk)) > 1:
         return f"{{{n}}}"
     return _TRAILING.sub("", chunk) or f"{{{n}}}"
 
