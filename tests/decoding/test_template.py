@@ -99,6 +99,24 @@ def test_a_spent_gap_does_not_lengthen_a_word_the_model_has_finished():
     assert not word_open(np.log(np.float32([0.6, 0.4])), np.uint8([WORD_START, CHARACTER]))
 
 
+def test_the_end_of_the_output_does_not_close_a_word_the_model_would_go_on_with():
+    """</s> is not a new word: past the last gap, a model that gives the end more than the
+    word's next piece ("LXDE-Arbeit" then </s> over "sfläche") still finishes the word when it
+    prefers that piece to any new word, and </s> stays allowed."""
+    continues = np.zeros(10, dtype=np.uint8)
+    continues[[7, 8]] = WORD
+    template = TargetTemplate((5,), (0, 1), continues, overrun=2)
+    state = template.advance(template.advance(START, 5), 9)
+    assert state == (1, 1) and template.finishing_word(state)
+    row = np.full(10, np.log(0.02), dtype=np.float32)
+    row[END] = np.log(0.5)
+    row[7] = np.log(0.3)  # 0.3 for the word's next piece, 0.14 for new words, 0.5 for </s>
+    assert not word_open(row, continues)
+    assert word_open(row, continues, END)
+    template.mask(state, row, END)
+    assert set(np.flatnonzero(np.isfinite(row)).tolist()) == {END, 7, 8}
+
+
 def test_a_gap_that_owes_a_token_does_not_glue_it_onto_a_finished_word():
     """A gap that must hold two tokens makes the model write a second one: after a word the
     model has finished ("in", where it meant "im"), that is a new word, not "in" + "m"."""

@@ -42,6 +42,7 @@ class StepMasks:
     utf8_mode: np.ndarray  # int64 [rows]
     utf8_low: np.ndarray  # int64 [rows]
     utf8_high: np.ndarray  # int64 [rows]
+    end: int = -1  # </s>, which the rows that hold a word open leave out (template.word_open)
 
     @property
     def uses_templates(self) -> bool:
@@ -62,10 +63,12 @@ class StepMasks:
         marks_of_row = np.zeros(rows, dtype=np.int64)
         denies: list[tuple[int, ...]] = [()] * rows
         allows: list[tuple[int, ...]] = [()] * rows
+        end = -1
         for row, entry in enumerate(template_masks):
             if entry is None:
                 continue
             mask, table = entry
+            end = max(end, mask.end)
             # without word marks a class rule allows every token or none (RowMask.apply)
             classes[row] = mask.classes if table is not None or mask.classes == 0 else ALL_CLASSES
             if table is not None and mask.classes not in (0, ALL_CLASSES):
@@ -87,6 +90,7 @@ class StepMasks:
             modes,
             low,
             high,
+            end,
         )
 
 

@@ -209,6 +209,7 @@ def ranked_search(
                 utf8_mode=request["utf8_mode"],
                 utf8_low=request["utf8_low"],
                 utf8_high=request["utf8_high"],
+                end=decoder.end_id,
             )
         found = decoder.step_candidates(
             state,

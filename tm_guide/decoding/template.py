@@ -71,11 +71,13 @@ ALL_CLASSES = (1 << WORD_START) | (1 << WORD) | (1 << CHARACTER)
 class RowMask:
     """The tokens one row may produce: those whose word mark (`continues` code) is a bit of
     `classes`, less `deny`, plus `allow` (kept at the row's own log-probability). With the bit
-    OPEN_WORD, the class WORD counts only where `word_open` holds for the row."""
+    OPEN_WORD, the class WORD counts only where `word_open` holds for the row, which leaves out
+    the token `end` (</s>; -1: none)."""
 
     classes: int = ALL_CLASSES
     deny: tuple[int, ...] = ()
     allow: tuple[int, ...] = ()
+    end: int = -1
 
     def apply(self, log_probs: np.ndarray, continues: np.ndarray | None) -> None:
         """Set every token the mask forbids to -inf (one row, in place); without word marks a
@@ -85,7 +87,7 @@ class RowMask:
         if (
             continues is not None
             and classes >> OPEN_WORD & 1
-            and not word_open(log_probs, continues)
+            and not word_open(log_probs, continues, self.end)
         ):
             classes &= ~(1 << WORD)
         if classes == 0:
@@ -97,11 +99,15 @@ class RowMask:
         log_probs[list(self.allow)] = kept
 
 
-def word_open(log_probs: np.ndarray, continues: np.ndarray) -> bool:
+def word_open(log_probs: np.ndarray, continues: np.ndarray, end: int = -1) -> bool:
     """Whether the model, by one row of its log-probabilities, would rather go on with the word
     it is writing than start a new one: the tokens that do not start a word (`continues` code
-    WORD or CHARACTER) hold at least the probability of those that do (sums in float64)."""
+    WORD or CHARACTER) hold at least the probability of those that do (sums in float64). The
+    token `end` (</s>) counts on neither side: ending the output is not a new word, and a model
+    that finds a word's first part a likely end ("LXDE-Arbeit") must still finish the word."""
     p = np.exp(log_probs.astype(np.float64))
+    if end >= 0:
+        p[end] = 0.0
     starts = continues == WORD_START
     return bool(p[~starts].sum() >= p[starts].sum())
 
@@ -213,7 +219,7 @@ class TargetTemplate:
                 deny.append(self.tokens[k] if k < len(self.tokens) else end_id)
             if self.holds_word(state):
                 classes |= 1 << OPEN_WORD
-            return RowMask(classes, tuple(deny))
+            return RowMask(classes, tuple(deny), (), end_id)
         allowed = self.tokens[k] if k < len(self.tokens) else end_id
         if self.continues is None:
             classes = 0
@@ -221,7 +227,7 @@ class TargetTemplate:
             classes = (ALL_CLASSES & ~(1 << WORD_START)) | (1 << OPEN_WORD)
         else:
             classes = 1 << CHARACTER
-        return RowMask(classes, (), (allowed,))
+        return RowMask(classes, (), (allowed,), end_id)
 
     def holds_word(self, state: State) -> bool:
         """Whether the rule makes the model write on at `state` after a free token (the gap

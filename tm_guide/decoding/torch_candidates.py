@@ -76,6 +76,7 @@ class Uploaded:
     # the rows whose class WORD holds only while the model holds its word open (OPEN_WORD),
     # found on the host, so that the device neither syncs to find them nor sums other rows
     opening_rows: torch.Tensor | None = None
+    end: int = -1  # </s>, left out of those rows' sums (template.word_open)
     # the UTF-8 rule: mode, lowest and highest byte per row, and the rule's vectors
     utf8_mode: torch.Tensor | None = None
     utf8_low: torch.Tensor | None = None
@@ -107,6 +108,7 @@ def upload(request: CandidateRequest, tables: DeviceTables, vocab: int) -> Uploa
         opening = np.flatnonzero((masks.classes >> OPEN_WORD) & 1)
         if opening.size:
             fields["opening_rows"] = on(opening)
+            fields["end"] = masks.end
     if masks is not None and masks.utf8 is not None and bool((masks.utf8_mode != 0).any()):
         fields["utf8_mode"] = on(masks.utf8_mode)[:, None]
         fields["utf8_low"] = on(masks.utf8_low)[:, None]
@@ -149,9 +151,11 @@ def _template_allowed(rules: Uploaded, log_probs: torch.Tensor) -> torch.Tensor 
         codes = rules.marks[rules.codes_of_row]
         if rules.opening_rows is not None:
             # template.word_open on those rows: WORD only where the tokens that do not start a
-            # word hold at least the probability of those that do
+            # word hold at least the probability of those that do, </s> left out
             rows_open = rules.opening_rows
             p = log_probs[rows_open].double().exp()
+            if rules.end >= 0:
+                p[:, rules.end] = 0.0
             starts = codes[rows_open] == WORD_START
             closed = torch.zeros_like(classes, dtype=torch.bool)
             closed[rows_open, 0] = (p * ~starts).sum(1) < (p * starts).sum(1)

@@ -129,7 +129,7 @@ class Template {
     const int size = static_cast<int>(tokens_.size());
     constexpr float dead = -std::numeric_limits<float>::infinity();
     // read before any token is set to -inf, as RowMask.apply reads the row it is given
-    const bool closed = holds_word(place) && !word_open(row, vocab);
+    const bool closed = holds_word(place) && !word_open(row, vocab, end_id);
     if (place.g < gaps_[place.k]) {
       if (closed)
         for (int i = 0; i < vocab; ++i)
@@ -171,10 +171,12 @@ class Template {
   }
 
   // Whether the model, by one row of its log-probabilities, would rather go on with the word
-  // it is writing than start a new one (word_open in tm_guide/decoding/template.py).
-  bool word_open(const float* row, int vocab) const {
+  // it is writing than start a new one, </s> counted on neither side (word_open in
+  // tm_guide/decoding/template.py).
+  bool word_open(const float* row, int vocab, int end_id) const {
     double starts = 0.0, rest = 0.0;
     for (int i = 0; i < vocab; ++i) {
+      if (i == end_id) continue;
       const double p = std::exp(static_cast<double>(row[i]));
       (continues_[i] == kWordStart ? starts : rest) += p;
     }
