@@ -36,18 +36,22 @@ def repair():  # type: ignore[no-untyped-def]
     continues = continuation_mask(vocabulary)
 
     def tokens(text: str, encode) -> tuple[list[str], list[int]]:  # type: ignore[no-untyped-def]
-        """The pieces of each space-separated word, and the word each piece belongs to."""
+        """The pieces of each word, and the word each piece belongs to: words are split at
+        spaces and the parts of a compound at its hyphens, which belong to no word (-1)."""
         pieces: list[str] = []
         owners: list[int] = []
-        for w, word in enumerate(text.split()):
-            encoded = encode(word)
-            pieces += encoded
-            owners += [w] * len(encoded)
+        w = 0
+        for word in text.split():
+            for piece in encode(word):
+                pieces.append(piece)
+                owners.append(-1 if piece == "-" else w)
+                w += piece == "-"
+            w += 1
         return pieces, owners
 
     def run(source: str, target: str, links: set[tuple[int, int]], query: str) -> str:
         """The repaired target of the match (source, target) for `query`; `links` are (source
-        word, target word) pairs, words split at spaces."""
+        word, target word) pairs, words as `tokens` splits them."""
         source_tokens, source_words = tokens(source, bundle.encode_source)
         target_tokens, target_words = tokens(target, bundle.encode_target)
         token_links = [
@@ -161,6 +165,25 @@ CASES = [
         "Select the text you want to delete.",
         "Wählen Sie den Text aus, den Sie löschen möchten.",
         id="a-gap-writes-the-changed-verb-not-only-its-subject",
+    ),
+    pytest.param(
+        # was "Andere Versionskontrollsystem-Systeme": "Werkzeuge" went with "tools", and the
+        # model wrote the new word after the hyphen its half of the compound left behind
+        "Other version control tools",
+        "Andere Versionskontrollsystem-Werkzeuge",
+        {(0, 0), (1, 1), (2, 1), (3, 2)},
+        "Other version control systems",
+        "Andere Versionsverwaltungssysteme",
+        id="a-compound-whose-part-changed-is-written-whole",
+    ),
+    pytest.param(
+        # was "Sie können die globalen-Konfiguration ...": the new word glued to the hyphen
+        "You can test the mail address configuration as follows.",
+        "Sie können die Mailadressen-Konfiguration wie folgt testen.",
+        {(0, 0), (1, 1), (2, 7), (3, 2), (4, 3), (5, 3), (6, 4), (7, 5), (8, 6)},
+        "You can test the global configuration as follows.",
+        "Sie können die globale Konfiguration wie folgt testen.",
+        id="a-compound-is-not-glued-to-the-word-that-replaces-its-part",
     ),
     pytest.param(
         # was "=AWERTIF(B2:B6;...)": the model wrote the function name's gap piece by piece

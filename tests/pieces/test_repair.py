@@ -73,6 +73,33 @@ def test_a_whole_word_goes_when_one_of_its_pieces_is_edited():
     assert template.gaps == (3, 0)
 
 
+def test_a_compound_goes_whole_when_one_of_its_parts_is_edited():
+    # "Plasma desktop" -> "LXDE desktop": "Arbeitsfläche" translates the unchanged "desktop",
+    # but the compound goes whole ("Die" with it, to agree), and the gap has room to write it
+    # again; left behind, its half was glued to whatever the model wrote ("Hangul- nur")
+    pair = _pair(
+        "▁The ▁Plasma ▁desktop",
+        "▁Die ▁Plas ma - Arbeits fläche",
+        [(0, 0), (1, 1), (1, 2), (2, 4), (2, 5)],
+    )
+    template = match_template(pair, compare(["▁The", "▁LXDE", "▁desktop"], pair.source), OPTIONS)
+    assert template is None  # nothing is kept
+    pair = _pair(
+        "▁The ▁Plasma ▁desktop ▁opens",
+        "▁Die ▁Plas ma - Arbeits fläche ▁öffnet",
+        [(0, 0), (1, 1), (1, 2), (2, 4), (2, 5), (3, 6)],
+    )
+    query = ["▁The", "▁LXDE", "▁desktop", "▁opens"]
+    template = match_template(pair, compare(query, pair.source), OPTIONS)
+    assert template is not None and template.tokens == ("▁öffnet",)
+    # "Die" again, "LXDE" owed, and "-", "Arbeits", "fläche" again, plus the margin
+    assert template.gaps == (1 + 1 + 3 + 1, 0)
+    # a hyphen between spaces, or after a mark, joins no compound
+    pair = _pair("▁a ▁b ▁c", "▁x ▁- ▁y ▁z", [(0, 0), (1, 2), (2, 3)])
+    template = match_template(pair, compare(["▁q", "▁b", "▁c"], pair.source), OPTIONS)
+    assert template is not None and template.tokens == ("▁-", "▁y", "▁z")
+
+
 def test_a_gap_holds_a_token_for_each_agreeing_word_besides_what_is_owed():
     # "save the document" -> "save the file": "das" goes with "Dokument" to agree with the new
     # noun, so the gap must write two words again, not the article alone ("um das zu speichern")

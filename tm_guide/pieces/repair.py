@@ -2,11 +2,12 @@
 
 A translator given a 90% match edits the words that translate what changed and keeps the rest.
 This does the same with the word alignment that Algorithm 1 uses: a target token aligned to an
-edited source token of the match is dropped, with the rest of its word; every other target token
-is kept, in order. The model may write free tokens where they are owed: where the target of a
-source token the input replaces was, where the input has tokens the match lacks (after the word
-of the match token before them, or before that of the one after them), and where a dropped word
-translated an unchanged source token; `gap_scale` per owed token plus `gap_margin`, and the
+edited source token of the match is dropped, with the rest of its word (a hyphenated compound
+is one word); every other target token is kept, in order. The model may write free tokens where
+they are owed: where the target of a source token the input replaces was, where the input has
+tokens the match lacks (after the word of the match token before them, or before that of the
+one after them), and where a dropped word translated an unchanged source token or went with a
+changed one; `gap_scale` per owed token plus `gap_margin`, and the
 margin alone at a seam where words were only dropped. The search then decodes under the
 template (tm_guide.decoding.template), so the output is the match's target with only those
 places rewritten by the model.
@@ -29,6 +30,8 @@ from tm_guide.similarity import token_similarity
 _BYTE_PIECE = re.compile(r"<0x[0-9A-Fa-f]{2}>")
 # a word for word_similarity: letters and digits, joined by hyphens or dots ("Unix-like")
 _WORD = re.compile(r"\w+(?:[-.]\w+)*")
+# the pieces that join the parts of a compound ("Plasma-Arbeitsfläche")
+_HYPHENS = frozenset({"-", "\u2010", "\u2011"})
 
 
 @dataclass(frozen=True)
@@ -196,7 +199,8 @@ def match_template(
     starts = word_starts(target)
     words = list(itertools.accumulate(int(s) for s in starts))  # each token's word (1-based)
     ends = [i for i in range(1, len(target) + 1) if i == len(target) or starts[i]]
-    dropped_words = {w for w, links in zip(words, pair.target_links, strict=True) if links & edited}
+    changed_words = {w for w, links in zip(words, pair.target_links, strict=True) if links & edited}
+    dropped_words = _whole_compounds(target, words, changed_words)
     agreeing = _agreeing(pair, words, dropped_words, comparison, options.agreement)
     dropped_words |= agreeing
     kept = [i for i, w in enumerate(words) if w not in dropped_words]
@@ -206,7 +210,8 @@ def match_template(
     # demand[i]: tokens the model is to write at boundary i of the target (before target[i]):
     # one per source token of the match that the input replaces, where its target was; one per
     # input token the match lacks; and one per token of a dropped word that translates an
-    # unchanged source token (a compound whose other half changed). A target word of a source
+    # unchanged source token or went with a changed one (an article that agrees with it, the
+    # other part of its compound). A target word of a source
     # token that the input lacks is dropped and nothing is written in its place
     demand = [0] * (len(target) + 1)
     dropped = [0] * (len(target) + 1)
@@ -219,7 +224,9 @@ def match_template(
     for i, (w, links) in enumerate(zip(words, pair.target_links, strict=True)):
         if w in dropped_words:
             dropped[i] = 1
-            demand[i] += bool(links & comparison.unedited) or w in agreeing
+            # a word dropped only to agree, or as the unchanged part of a compound, is
+            # written again, token for token ("Plasma-Arbeitsfläche" -> "LXDE-Arbeitsfläche")
+            demand[i] += bool(links & comparison.unedited) or w not in changed_words
             if w in agreeing and w not in counted:
                 counted.add(w)
                 rewritten[i] += 1
@@ -264,6 +271,32 @@ def match_template(
             for size, o, r in zip(room, owed_at, rewritten_at, strict=True)
         ),
     )
+
+
+def _whole_compounds(target: Sequence[str], words: list[int], dropped: set[int]) -> set[int]:
+    """`dropped` with every word of a hyphenated compound one of whose parts it holds: the
+    parts of "Plasma-Arbeitsfläche" are words of their own (word_starts), but a compound is one
+    word, and the half left behind is glued by its hyphen to whatever the model writes there
+    ("Hangul- nur", "kompilierte-Sprachen"). The model writes the compound again whole."""
+    joined: dict[int, int] = {}  # a word to the first word of its compound
+
+    def first(w: int) -> int:
+        while w in joined:
+            w = joined[w]
+        return w
+
+    for i in range(1, len(target) - 1):
+        token, after = target[i], target[i + 1]
+        if (
+            token in _HYPHENS
+            and not is_mark(target[i - 1])
+            and not after.startswith(SENTENCEPIECE_SPACE)
+            and not is_mark(after)
+        ):
+            joined[words[i]] = first(words[i - 1])
+            joined[words[i + 1]] = first(words[i - 1])
+    hit = {first(w) for w in dropped}
+    return dropped | {w for w in set(words) if first(w) in hit}
 
 
 def _agreeing(
