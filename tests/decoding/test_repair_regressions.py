@@ -177,15 +177,6 @@ CASES = [
         id="a-compound-whose-part-changed-is-written-whole",
     ),
     pytest.param(
-        # was "Sie können die globalen-Konfiguration ...": the new word glued to the hyphen
-        "You can test the mail address configuration as follows.",
-        "Sie können die Mailadressen-Konfiguration wie folgt testen.",
-        {(0, 0), (1, 1), (2, 7), (3, 2), (4, 3), (5, 3), (6, 4), (7, 5), (8, 6)},
-        "You can test the global configuration as follows.",
-        "Sie können die globale Konfiguration wie folgt testen.",
-        id="a-compound-is-not-glued-to-the-word-that-replaces-its-part",
-    ),
-    pytest.param(
         # was "=AWERTIF(B2:B6;...)": the model wrote the function name's gap piece by piece
         '=AVERAGEIFS(B2:B6;">=20")',
         '=MITTELWERTWENNS(B2:B6;">=20")',

@@ -73,31 +73,29 @@ def test_a_whole_word_goes_when_one_of_its_pieces_is_edited():
     assert template.gaps == (3, 0)
 
 
-def test_a_compound_goes_whole_when_one_of_its_parts_is_edited():
-    # "Plasma desktop" -> "LXDE desktop": "Arbeitsfläche" translates the unchanged "desktop",
-    # but the compound goes whole ("Die" with it, to agree), and the gap has room to write it
-    # again; left behind, its half was glued to whatever the model wrote ("Hangul- nur")
+def test_a_compound_goes_whole_when_its_head_is_edited():
+    # "version tools" -> "version systems": "Versions" translates the unchanged "version", but
+    # left behind it would be glued to the new head ("Versionskontrollsystem-Systeme"): the
+    # compound goes whole, and the gap has room to write its first part again
     pair = _pair(
-        "▁The ▁Plasma ▁desktop",
-        "▁Die ▁Plas ma - Arbeits fläche",
-        [(0, 0), (1, 1), (1, 2), (2, 4), (2, 5)],
+        "▁Other ▁version ▁tools ▁here",
+        "▁Andere ▁Versions - Werkzeuge ▁hier",
+        [(0, 0), (1, 1), (2, 3), (3, 4)],
     )
-    template = match_template(pair, compare(["▁The", "▁LXDE", "▁desktop"], pair.source), OPTIONS)
-    assert template is None  # nothing is kept
-    pair = _pair(
-        "▁The ▁Plasma ▁desktop ▁opens",
-        "▁Die ▁Plas ma - Arbeits fläche ▁öffnet",
-        [(0, 0), (1, 1), (1, 2), (2, 4), (2, 5), (3, 6)],
-    )
-    query = ["▁The", "▁LXDE", "▁desktop", "▁opens"]
+    query = ["▁Other", "▁version", "▁systems", "▁here"]
     template = match_template(pair, compare(query, pair.source), OPTIONS)
-    assert template is not None and template.tokens == ("▁öffnet",)
-    # "Die" again, "LXDE" owed, and "-", "Arbeits", "fläche" again, plus the margin
-    assert template.gaps == (1 + 1 + 3 + 1, 0)
+    assert template is not None and template.tokens == ("▁Andere", "▁hier")
+    # "Versions" and "-" again, "systems" owed, plus the margin
+    assert template.gaps == (0, 1 + 1 + 1 + 1, 0)
+    # a changed first part goes alone: the head stays, and the model writes a new first part
+    # before its hyphen ("Jessie-Veröffentlichungshinweise" -> "Bullseye-...")
+    query = ["▁Other", "▁edition", "▁tools", "▁here"]
+    template = match_template(pair, compare(query, pair.source), OPTIONS)
+    assert template is not None and template.tokens == ("▁Andere", "-", "Werkzeuge", "▁hier")
     # a hyphen between spaces, or after a mark, joins no compound
-    pair = _pair("▁a ▁b ▁c", "▁x ▁- ▁y ▁z", [(0, 0), (1, 2), (2, 3)])
-    template = match_template(pair, compare(["▁q", "▁b", "▁c"], pair.source), OPTIONS)
-    assert template is not None and template.tokens == ("▁-", "▁y", "▁z")
+    pair = _pair("▁a ▁b ▁c", "▁Eins ▁- ▁Zwei ▁Drei", [(0, 0), (1, 2), (2, 3)])
+    template = match_template(pair, compare(["▁a", "▁b", "▁q"], pair.source), OPTIONS)
+    assert template is not None and template.tokens == ("▁Eins", "▁-", "▁Zwei")
 
 
 def test_a_gap_holds_a_token_for_each_agreeing_word_besides_what_is_owed():

@@ -274,10 +274,14 @@ def match_template(
 
 
 def _whole_compounds(target: Sequence[str], words: list[int], dropped: set[int]) -> set[int]:
-    """`dropped` with every word of a hyphenated compound one of whose parts it holds: the
-    parts of "Plasma-Arbeitsfläche" are words of their own (word_starts), but a compound is one
-    word, and the half left behind is glued by its hyphen to whatever the model writes there
-    ("Hangul- nur", "kompilierte-Sprachen"). The model writes the compound again whole."""
+    """`dropped` with every word of a hyphenated compound whose later part (its head) it holds:
+    the parts of "Versionskontrollsystem-Werkzeuge" are words of their own (word_starts), but a
+    compound is one word, and a first part left behind is glued by its hyphen to whatever the
+    model writes for the new head ("Versionskontrollsystem-Systeme", "Hangul- nur"); the model
+    writes the compound again whole. A compound whose first part alone changed keeps its head:
+    the model writes a new first part before it ("Jessie-Veröffentlichungshinweise" ->
+    "Bullseye-Veröffentlichungshinweise"), where a whole new compound is a name it may not
+    know how to write."""
     joined: dict[int, int] = {}  # a word to the first word of its compound
 
     def first(w: int) -> int:
@@ -295,7 +299,7 @@ def _whole_compounds(target: Sequence[str], words: list[int], dropped: set[int])
         ):
             joined[words[i]] = first(words[i - 1])
             joined[words[i + 1]] = first(words[i - 1])
-    hit = {first(w) for w in dropped}
+    hit = {first(w) for w in dropped if first(w) != w}
     return dropped | {w for w in set(words) if first(w) in hit}
 
 
