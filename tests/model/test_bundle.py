@@ -117,3 +117,8 @@ def test_render_target_writes_kept_tokens_in_their_own_characters() -> None:
     assert bundle.render_target(free + pieces[:2], [None] * len(free) + surfaces[:2])[0] == (
         "die Tabelle Wählen Sie"
     )
+    # a free space piece before a kept word is its space, not a second one ("Immer  Ignorieren")
+    kept, own = bundle.target_surfaces("Ignorieren")
+    spaced, offsets = bundle.render_target(["▁Immer", "▁", *kept], [None, None, *own])
+    assert spaced == "Immer Ignorieren"
+    assert offsets is not None and spaced[offsets[2] :] == "Ignorieren"

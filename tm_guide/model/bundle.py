@@ -186,7 +186,8 @@ class Bundle:
         """The text of target `tokens` where a token with a surface (not None) is written as
         that text (a TM target's own characters) and runs of the others are detokenized; with
         where each token starts in it, plus its length (as target_offsets; None where that is
-        None). A leading space is one space, and none at the start."""
+        None). A leading space is one space, and none at the start or after a space (a free
+        space piece before a kept word: "Immer" "▁" "▁Ignorieren")."""
         text = ""
         offsets: list[int] = []
         known = True
@@ -204,12 +205,20 @@ class Bundle:
                     spaced |= stripped != surface or tokens[j].startswith(SENTENCEPIECE_SPACE)
                     offsets.append(len(text))
                     if stripped:
-                        text += (" " if text and spaced else "") + stripped
+                        text += " " if text and spaced and not text.endswith(" ") else ""
+                        text += stripped
                         spaced = False
             else:
                 run = list(tokens[k:end])
                 decoded = self.decode_target(run)
-                space = " " if text and run[0].startswith(SENTENCEPIECE_SPACE) and decoded else ""
+                space = (
+                    " "
+                    if text
+                    and not text.endswith(" ")
+                    and run[0].startswith(SENTENCEPIECE_SPACE)
+                    and decoded
+                    else ""
+                )
                 inner = self.target_offsets(run)
                 known &= inner is not None
                 for j in range(len(run)):
