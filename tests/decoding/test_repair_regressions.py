@@ -174,7 +174,7 @@ CASES = [
         {(0, 0), (1, 1), (2, 1), (3, 2)},
         "Other version control systems",
         "Andere Versionsverwaltungssysteme",
-        id="a-compound-whose-part-changed-is-written-whole",
+        id="a-compound-whose-head-changed-is-written-whole",
     ),
     pytest.param(
         # was "=AWERTIF(B2:B6;...)": the model wrote the function name's gap piece by piece

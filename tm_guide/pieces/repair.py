@@ -2,15 +2,15 @@
 
 A translator given a 90% match edits the words that translate what changed and keeps the rest.
 This does the same with the word alignment that Algorithm 1 uses: a target token aligned to an
-edited source token of the match is dropped, with the rest of its word (a hyphenated compound
-is one word); every other target token is kept, in order. The model may write free tokens where
-they are owed: where the target of a source token the input replaces was, where the input has
-tokens the match lacks (after the word of the match token before them, or before that of the
-one after them), and where a dropped word translated an unchanged source token or went with a
-changed one; `gap_scale` per owed token plus `gap_margin`, and the
-margin alone at a seam where words were only dropped. The search then decodes under the
-template (tm_guide.decoding.template), so the output is the match's target with only those
-places rewritten by the model.
+edited source token of the match is dropped, with the rest of its word (and the rest of its
+hyphenated compound where the word is the compound's head); every other target token is kept,
+in order. The model may write free tokens where they are owed: where the target of a source
+token the input replaces was, where the input has tokens the match lacks (after the word of the
+match token before them, or before that of the one after them), and where a dropped word
+translated an unchanged source token or went with a changed one; `gap_scale` per owed token plus
+`gap_margin`, and the margin alone at a seam where words were only dropped. The search then
+decodes under the template (tm_guide.decoding.template), so the output is the match's target
+with only those places rewritten by the model.
 """
 
 from __future__ import annotations
@@ -211,7 +211,7 @@ def match_template(
     # one per source token of the match that the input replaces, where its target was; one per
     # input token the match lacks; and one per token of a dropped word that translates an
     # unchanged source token or went with a changed one (an article that agrees with it, the
-    # other part of its compound). A target word of a source
+    # first part of a compound whose head changed). A target word of a source
     # token that the input lacks is dropped and nothing is written in its place
     demand = [0] * (len(target) + 1)
     dropped = [0] * (len(target) + 1)
@@ -224,8 +224,9 @@ def match_template(
     for i, (w, links) in enumerate(zip(words, pair.target_links, strict=True)):
         if w in dropped_words:
             dropped[i] = 1
-            # a word dropped only to agree, or as the unchanged part of a compound, is
-            # written again, token for token ("Plasma-Arbeitsfläche" -> "LXDE-Arbeitsfläche")
+            # a word dropped only to agree, or as the unchanged first part of a compound, is
+            # written again, token for token ("Versionskontrollsystem-Werkzeuge" ->
+            # "Versionskontrollsysteme")
             demand[i] += bool(links & comparison.unedited) or w not in changed_words
             if w in agreeing and w not in counted:
                 counted.add(w)
