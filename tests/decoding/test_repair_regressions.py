@@ -4,7 +4,8 @@ Each case is a close match with its word alignment given by hand (the alignment 
 gives; eflomal on a handful of pairs would make its own mistakes, which are not the repair's),
 an input that changes part of its source, and the surface a translator would accept. The
 template is built by match_template with the card's repair options and decoded by the model
-under it, with no piece reward, so what is tested is the repair itself.
+under it, with no piece reward, so what is tested is the repair itself; the last test adds the
+match's own pieces, to test how Algorithm 1 collects them.
 """
 
 from __future__ import annotations
@@ -14,11 +15,12 @@ import pytest
 from tm_guide.config import BUNDLED_MODEL
 from tm_guide.decoding import compiled
 from tm_guide.decoding.ct2_engine import CT2StepDecoder
+from tm_guide.decoding.rewards import PieceReward
 from tm_guide.decoding.search import SearchOptions, beam_search
 from tm_guide.decoding.template import TargetTemplate
 from tm_guide.model import Bundle
 from tm_guide.pieces.code_words import absorb_code_words
-from tm_guide.pieces.collect import AlignedPair, compare
+from tm_guide.pieces.collect import AlignedPair, compare, piece_counts
 from tm_guide.pieces.repair import RepairOptions, continuation_mask, match_template
 
 
@@ -34,6 +36,7 @@ def repair():  # type: ignore[no-untyped-def]
     vocabulary = list(bundle.vocabularies.target)
     index = {t: i for i, t in enumerate(vocabulary)}
     continues = continuation_mask(vocabulary)
+    lam = float(bundle.card.guided_lambda or 1.0)
 
     def tokens(text: str, encode) -> tuple[list[str], list[int]]:  # type: ignore[no-untyped-def]
         """The pieces of each word, and the word each piece belongs to: words are split at
@@ -49,11 +52,23 @@ def repair():  # type: ignore[no-untyped-def]
             w += 1
         return pieces, owners
 
-    def run(source: str, target: str, links: set[tuple[int, int]], query: str) -> str:
+    def run(
+        source: str,
+        target: str,
+        links: set[tuple[int, int]],
+        query: str,
+        whole_words: bool | None = None,
+        by_piece: bool = False,
+    ) -> str:
         """The repaired target of the match (source, target) for `query`; `links` are (source
-        word, target word) pairs, words as `tokens` splits them."""
+        word, target word) pairs, words as `tokens` splits them (`by_piece`: (source word,
+        target piece)). With `whole_words` (not None) the match's pieces are rewarded too, as
+        the card rewards them (its lambda, clipped), collected by Algorithm 1 with that
+        PieceOptions.whole_words."""
         source_tokens, source_words = tokens(source, bundle.encode_source)
         target_tokens, target_words = tokens(target, bundle.encode_target)
+        if by_piece:
+            target_words = list(range(len(target_tokens)))
         token_links = [
             (i, j)
             for i, s in enumerate(source_words)
@@ -64,7 +79,8 @@ def repair():  # type: ignore[no-untyped-def]
         query_tokens = bundle.encode_source(query)
         # as PieceBuilder does: the code words the query changes are changed in the match first
         [pair] = absorb_code_words(query_tokens, [pair], bundle.encode_source, bundle.encode_target)
-        shape = match_template(pair, compare(query_tokens, pair.source), RepairOptions(0.5))
+        comparison = compare(query_tokens, pair.source)
+        shape = match_template(pair, comparison, RepairOptions(0.5))
         assert shape is not None
         template = TargetTemplate.from_tokens(
             shape.tokens,
@@ -76,11 +92,15 @@ def repair():  # type: ignore[no-untyped-def]
             shape.least,
         )
         assert template is not None
+        reward = None
+        if whole_words is not None:
+            counts = piece_counts(comparison, pair, whole_words=whole_words)
+            reward = PieceReward.from_tokens(dict.fromkeys(counts, 1.0), index, limits=counts)
         found = beam_search(
             decoder,
             [bundle.source_input(query_tokens)],
-            SearchOptions(beam_size=5, max_length=64),
-            None,
+            SearchOptions(beam_size=5, max_length=64, lam=lam, reward_repeats=False),
+            [reward],
             max_lengths=[min(64, template.longest + 1)],
             templates=[template],
         )
@@ -193,3 +213,21 @@ def test_the_repair_writes_what_a_translator_would_accept(  # type: ignore[no-un
     repair, source, target, links, query, expected
 ):
     assert repair(source, target, links, query) == expected
+
+
+def test_no_piece_of_a_changed_word_is_rewarded(repair):  # type: ignore[no-untyped-def]
+    """The input changes "Referencing Cells" to "Moving Cells". The pieces "▁Z ell" of
+    "Zellbezüge" are aligned to the unchanged "Cells", so the paper's rule (piece by piece)
+    rewards them, and the model writes them into a new word: "Zellfelder". Collected by whole
+    words (PieceOptions.whole_words), nothing of "Zellbezüge" is rewarded, and the model
+    writes its own word for the cells."""
+    match = (
+        "Referencing Cells by Drag-and-Drop",
+        "Zellbezüge beim Ziehen-und-Ablegen",
+        # ▁Z ell | be z ü ge | ▁beim | ▁Ziehen - und - Ab legen
+        {(1, 0), (1, 1), (0, 2), (0, 3), (0, 4), (0, 5), (2, 6), (3, 7), (4, 9), (5, 11), (5, 12)},
+        "Moving Cells by Drag-and-Drop",
+    )
+    by_pieces = repair(*match, whole_words=False, by_piece=True)
+    assert by_pieces == "Zellfelder beim Ziehen-und-Ablegen"
+    assert repair(*match, whole_words=True, by_piece=True) == "Zellen beim Ziehen-und-Ablegen"

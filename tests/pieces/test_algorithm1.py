@@ -157,3 +157,56 @@ def test_a_piece_counts_only_where_its_source_words_are_unedited() -> None:
     assert counts[(".",)] == 3
     assert ("2", ".", "2") not in counts
     assert counts[("6", ".", "2", ".")] == 1
+
+
+SUBWORD_TARGET = ["▁Öffne", "t", "▁den", "▁Funktions", "as", "s", "ist", "en", "ten", "."]
+# Opens0 the1 Function2 Wizard3 .4 -> the compound's first piece to "Function", the rest to
+# "Wizard", as an aligner links a compound's parts
+SUBWORD_PAIR = AlignedPair.build(
+    3,
+    ["▁Opens", "▁the", "▁Function", "▁Wizard", "."],
+    SUBWORD_TARGET,
+    [(0, 0), (0, 1), (1, 2), (2, 3), (3, 4), (3, 5), (3, 6), (3, 7), (3, 8), (4, 9)],
+)
+
+
+def test_by_whole_words_no_piece_of_a_changed_word_is_collected() -> None:
+    """ "Function Wizard" becomes "Connection Type Wizard": "Funktionsassistenten" translated
+    the changed "Function", so none of its pieces is a piece of the input's translation, though
+    "as s ist en ten" are aligned to the unchanged "Wizard"."""
+    query = ["▁Opens", "▁the", "▁Connection", "▁Type", "▁Wizard", "."]
+    comparison = compare(query, SUBWORD_PAIR.source)
+    by_pieces = piece_counts(comparison, SUBWORD_PAIR)
+    assert ("ist",) in by_pieces and ("ist", "en", "ten", ".") in by_pieces
+    by_words = piece_counts(comparison, SUBWORD_PAIR, whole_words=True)
+    assert set(by_words) == all_ngrams(SUBWORD_TARGET[:3]) | {(".",)}
+    assert SUBWORD_PAIR.word_links[3:9] == (0b1100,) * 6
+
+
+@PROPERTY
+@given(aligned_pairs(), st.lists(WORDS, min_size=1, max_size=12))
+def test_whole_word_tokens_collect_the_same_either_way(pair: AlignedPair, query: list[str]) -> None:
+    """Tokens without SentencePiece's space mark are words of their own: by whole words is
+    then Algorithm 1 as the paper states it."""
+    comparison = compare(query, pair.source)
+    assert piece_counts(comparison, pair, whole_words=True) == piece_counts(comparison, pair)
+
+
+PIECES = st.sampled_from(["▁a", "b", "▁c", "d", "-", "e"])
+
+
+@PROPERTY
+@given(st.data())
+def test_by_whole_words_collects_a_subset(data: st.DataObject) -> None:
+    """Joining a word's links only adds edited links: never a piece, nor an occurrence of one,
+    that the paper's rule lacks."""
+    source = data.draw(st.lists(WORDS, min_size=1, max_size=10))
+    target = data.draw(st.lists(PIECES, min_size=1, max_size=12))
+    links = data.draw(
+        st.sets(st.tuples(st.integers(0, len(source) - 1), st.integers(0, len(target) - 1)))
+    )
+    pair = AlignedPair.build(1, source, target, sorted(links))
+    comparison = compare(data.draw(st.lists(WORDS, min_size=1, max_size=10)), pair.source)
+    by_words = piece_counts(comparison, pair, whole_words=True)
+    by_pieces = piece_counts(comparison, pair)
+    assert all(count <= by_pieces[piece] for piece, count in by_words.items())

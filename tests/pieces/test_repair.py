@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 
 from tm_guide.errors import InvalidInput
 from tm_guide.pieces.collect import AlignedPair, collect_ngrams, compare
-from tm_guide.pieces.repair import RepairOptions, match_template, word_similarity, word_starts
+from tm_guide.pieces.repair import RepairOptions, match_template, word_similarity
+from tm_guide.pieces.words import word_starts
 
 from .test_algorithm1 import WORDS, aligned_pairs
 

@@ -51,8 +51,8 @@ from functools import lru_cache
 import numpy as np
 
 from tm_guide.errors import InvalidInput
-from tm_guide.pieces.repair import is_mark
 from tm_guide.pieces.tokenizer import SENTENCEPIECE_SPACE
+from tm_guide.pieces.words import is_mark
 
 # codes of `continues`: a token that starts a word, one that continues it, and a byte piece
 # that continues a character (UTF-8 0x80-0xBF)

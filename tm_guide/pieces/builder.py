@@ -52,7 +52,15 @@ class PieceOptions:
     target aligned to unedited source words only; used by the search when repeats are off;
     without it, pieces of 2+ tokens once and single tokens every time);
     weighting: how far a piece is trusted from its match's similarity (PieceWeighting);
-    repair: when and how the best match's target is repaired instead (RepairOptions)."""
+    repair: when and how the best match's target is repaired instead (RepairOptions);
+    whole_words: Algorithm 1 over words, not pieces: a target word with any piece aligned to
+    an edited source token gives no piece (False: the paper's rule, piece by piece). With
+    subword pieces the paper's rule rewards the pieces of a changed word that are aligned to
+    unchanged source tokens, "ass ist enten" of "Funktionsassistenten" when "Function Wizard"
+    becomes "Connection Type Wizard", and the model writes them into its new word
+    ("Verbindungsistenten"). On the dev sets of three domains, served BLEU 50.01 -> 50.10
+    (LibreOffice help), 25.40 -> 25.56 (Debian docs), 18.93 -> 18.89 (Debian guides); of
+    200 repaired dev outputs read by hand, 40 held a glued, cut or garbled word, 26 now."""
 
     m: int = 10
     min_similarity: float = 0.0
@@ -61,6 +69,7 @@ class PieceOptions:
     clipped: bool = False
     weighting: PieceWeighting = field(default_factory=PieceWeighting)
     repair: RepairOptions = field(default_factory=RepairOptions)
+    whole_words: bool = True
 
     def __post_init__(self) -> None:
         if not 1 <= self.m <= MAX_RETRIEVAL:
@@ -158,7 +167,9 @@ class PieceBuilder:
 
         table = PieceTable()
         for hit, pair, comparison, used in zip(hits, absorbed, comparisons, taken, strict=True):
-            counts = piece_counts(used, pair, options.max_n, options.min_similarity)
+            counts = piece_counts(
+                used, pair, options.max_n, options.min_similarity, options.whole_words
+            )
             ngrams = set(counts)
             score = (
                 1.0 if options.binary_reward else options.weighting.weight(comparison.similarity)

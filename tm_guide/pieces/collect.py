@@ -10,9 +10,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from rapidfuzz.distance import Levenshtein
 
+from tm_guide.pieces.words import word_masks
 from tm_guide.similarity import similarity_from_distance
 
 Link = tuple[int, int]
@@ -52,6 +54,12 @@ class AlignedPair:
                 f"{len(source)} source x {len(target)} target tokens"
             )
         return cls(segment_id, tuple(source), tuple(target), tuple(masks))
+
+    @cached_property
+    def word_links(self) -> tuple[int, ...]:
+        """target_links joined over each target word (tm_guide.pieces.words): a piece stands
+        for every source token its word is aligned to."""
+        return word_masks(self.target, self.target_links)
 
 
 @dataclass(frozen=True)
@@ -137,15 +145,21 @@ def select_pieces(
 
 
 def piece_counts(
-    comparison: EditComparison, pair: AlignedPair, max_n: int = 4, min_similarity: float = 0.0
+    comparison: EditComparison,
+    pair: AlignedPair,
+    max_n: int = 4,
+    min_similarity: float = 0.0,
+    whole_words: bool = False,
 ) -> dict[tuple[str, ...], int]:
     """select_pieces' n-grams, each with how often Algorithm 1 collects it from this pair: its
     occurrences in the target whose aligned source words are all unedited. An occurrence aligned
     to an edited word does not count: "6.2.2." matched against "6.2.4." gives "2 ." once, as
-    the input has it once."""
+    the input has it once. With `whole_words`, a target word stops the runs as a whole when
+    any of its pieces is aligned to an edited source token (PieceOptions.whole_words)."""
     if not comparison.unedited or comparison.similarity < min_similarity:
         return {}
-    return dict(Counter(collect_ngrams(pair.target, pair.target_links, comparison.unedited, max_n)))
+    links = pair.word_links if whole_words else pair.target_links
+    return dict(Counter(collect_ngrams(pair.target, links, comparison.unedited, max_n)))
 
 
 class PieceTable:

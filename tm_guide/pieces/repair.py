@@ -25,6 +25,7 @@ import numpy as np
 from tm_guide.errors import InvalidInput
 from tm_guide.pieces.collect import AlignedPair, EditComparison
 from tm_guide.pieces.tokenizer import SENTENCEPIECE_SPACE
+from tm_guide.pieces.words import is_mark, word_starts
 from tm_guide.similarity import token_similarity
 
 _BYTE_PIECE = re.compile(r"<0x[0-9A-Fa-f]{2}>")
@@ -151,19 +152,6 @@ def _letter_words(tokens: Sequence[str]) -> list[str]:
     return [word.casefold() for word in _WORD.findall(text) if any(c.isalpha() for c in word)]
 
 
-def word_starts(tokens: tuple[str, ...]) -> list[bool]:
-    """Which tokens begin a word: SentencePiece pieces that carry the space mark, the first,
-    punctuation and the piece after it ("=WERT(A1)" is five words, so one changed argument
-    does not drop the rest); every token when none carries the mark (whole-word tokens)."""
-    if not any(SENTENCEPIECE_SPACE in token for token in tokens):
-        return [True] * len(tokens)
-    marks = [is_mark(token) for token in tokens]
-    return [
-        i == 0 or token.startswith(SENTENCEPIECE_SPACE) or marks[i] or marks[i - 1]
-        for i, token in enumerate(tokens)
-    ]
-
-
 def continuation_mask(vocabulary: Sequence[str]) -> np.ndarray:
     """How each token of a SentencePiece vocabulary follows the one before (the codes of
     tm_guide.decoding.template): 1 where it continues a word (no space mark, not punctuation,
@@ -181,12 +169,6 @@ def continuation_mask(vocabulary: Sequence[str]) -> np.ndarray:
                 bool(token) and not token.startswith(SENTENCEPIECE_SPACE) and not is_mark(token)
             )
     return mask
-
-
-def is_mark(token: str) -> bool:
-    """A piece of punctuation or symbols only (no letter or digit)."""
-    text = token.lstrip(SENTENCEPIECE_SPACE)
-    return bool(text) and not any(c.isalnum() for c in text)
 
 
 def match_template(

@@ -1,0 +1,47 @@
+"""Words of a token sequence: where SentencePiece pieces join into the words a translator sees.
+
+Algorithm 1 and the repair both work on words, not pieces: a word is kept, dropped or rewarded
+whole, so that no piece of a changed word is written into another one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tm_guide.pieces.tokenizer import SENTENCEPIECE_SPACE
+
+
+def is_mark(token: str) -> bool:
+    """A piece of punctuation or symbols only (no letter or digit)."""
+    text = token.lstrip(SENTENCEPIECE_SPACE)
+    return bool(text) and not any(c.isalnum() for c in text)
+
+
+def word_starts(tokens: Sequence[str]) -> list[bool]:
+    """Which tokens begin a word: SentencePiece pieces that carry the space mark, the first,
+    punctuation and the piece after it ("=WERT(A1)" is five words, so one changed argument
+    does not drop the rest); every token when none carries the mark (whole-word tokens)."""
+    if not any(SENTENCEPIECE_SPACE in token for token in tokens):
+        return [True] * len(tokens)
+    marks = [is_mark(token) for token in tokens]
+    return [
+        i == 0 or token.startswith(SENTENCEPIECE_SPACE) or marks[i] or marks[i - 1]
+        for i, token in enumerate(tokens)
+    ]
+
+
+def word_masks(tokens: Sequence[str], masks: Sequence[int]) -> tuple[int, ...]:
+    """Each token's bit mask (as AlignedPair.target_links) joined over its word (word_starts):
+    every piece of a word stands for what any of its pieces stands for."""
+    joined = list(masks)
+    start = 0
+    starts = word_starts(tokens)
+    for end in range(1, len(tokens) + 1):
+        if end < len(tokens) and not starts[end]:
+            continue
+        mask = 0
+        for k in range(start, end):
+            mask |= masks[k]
+        joined[start:end] = [mask] * (end - start)
+        start = end
+    return tuple(joined)
