@@ -70,6 +70,11 @@ class Compute:
     # lambda (eq. 10) of requests that leave it open; None: the model card's guided_lambda
     # (tuned on a dev set with `tm-guide eval`), else 1
     default_lambda: float | None = None
+    # how long past its deadline a sentence answered from the memory (tm-only) whose pieces were
+    # not collected may still be looked up in the index; past it the sentence is answered as
+    # it is. 32 Weblate batches of 20 strings at once had 640 such lookups, which took up to
+    # 1.9 s past the deadline, when the client had given up (bench/deadline_bench.py)
+    tm_only_grace_ms: float = 50.0
 
     def __post_init__(self) -> None:
         from tm_guide.decoding.engines import ENGINES
@@ -112,7 +117,7 @@ PROTOCOLS = ("tmserver", "libretranslate", "modernmt", "deepl")
 # after the answer is decided. 32 Weblate batches of 20 strings at once, 3 rounds, on a 2-core
 # server (bench/deadline_bench.py; the machine's speed varied between runs by 1.5x): with 4 s,
 # 7 to 30 of 96 batches came after 5 s, and still 0 to 19 once TM lookups stop soon after the
-# deadline (TM_ONLY_LOOKUP_GRACE_S); with 3 s, none in three runs (the latest at 4.1 s once
+# deadline (Compute.tm_only_grace_ms); with 3 s, none in three runs (the latest at 4.1 s once
 # lookups stop), the share of sentences decoded about the same (16-21%). tmserver does no MT,
 # so it has no deadline.
 DEADLINES_MS = {"libretranslate": 3000.0, "modernmt": 3000.0, "deepl": 3000.0}
@@ -215,6 +220,8 @@ class ServerConfig:
                                   in its thread, logged, and answered 503 (default 120; 0 = off)
     TM_GUIDE_BATCH_MAX_SENTENCES  sentences decoded together at most (default 32; 1 = no batching)
     TM_GUIDE_BATCH_WAIT_MS        how long a lone request waits for others to batch with (5)
+    TM_GUIDE_TM_ONLY_GRACE_MS     how long past its deadline a sentence answered from the
+                                  memory may still be looked up in the index (50)
     TM_GUIDE_DECODERS             decoding threads per worker, each taking its own batches (1)
     TM_GUIDE_COMPUTE_THREADS      intra-op threads of the torch/ct2 engines (default 1; 0 = the
                                   usable CPUs); the fused engine uses one core per decoder
@@ -276,6 +283,9 @@ class ServerConfig:
             ),
             engine=os.environ.get("TM_GUIDE_ENGINE", "").strip() or compute_defaults.engine,
             default_lambda=_optional_float_env("TM_GUIDE_LAMBDA", maximum=MAX_LAMBDA),
+            tm_only_grace_ms=_float_env(
+                "TM_GUIDE_TM_ONLY_GRACE_MS", compute_defaults.tm_only_grace_ms, maximum=3_600_000
+            ),
         )
         jobs_dir = os.environ.get("TM_GUIDE_JOBS_DIR", "").strip()
         return cls(

@@ -14,6 +14,7 @@ from typing import Any
 
 from tm_guide.matching import match_percentage
 from tm_guide.server.batching import DEGRADED_LEVELS
+from tm_guide.server.config import Compute
 from tm_guide.server.glossaries import (
     TERM_FORCE_MAX_LOSS,
     TERM_SCORE,
@@ -39,11 +40,6 @@ TM_ONLY_MIN_SIMILARITY = 0.5
 # 0.46 s of wall time per sentence in retrieval, 8 ms in decoding); a sentence not reached by
 # then is decoded without pieces, which costs next to nothing.
 RETRIEVAL_SHARE = 0.6
-# How long past its deadline a request's sentences answered from the memory may still be looked
-# up in the index (those whose pieces were not collected): 32 Weblate batches of 20 strings at
-# once had 640 such lookups, which took up to 1.9 s past the deadline, when the client had given
-# up on the answer (bench/deadline_bench.py); a sentence past this is answered as it is.
-TM_ONLY_LOOKUP_GRACE_S = 0.05
 # a long sentence with a match of this CAT percentage or more is translated whole, not clause by
 # clause: a clause matches no TM sentence, and the match's repair needs the whole sentence
 CLOSE_MATCH = 50
@@ -62,8 +58,9 @@ class Decoded:
 @dataclass(frozen=True)
 class SentenceDecoder:
     """What every decoding of one request shares: the model, its options, the names of the
-    memories its pieces come from, its deadline (time.perf_counter() seconds; None: none) and
-    the glossary whose terms it must use."""
+    memories its pieces come from, its deadline (time.perf_counter() seconds; None: none), the
+    glossary whose terms it must use and how long past the deadline a sentence answered from
+    the memory may still be looked up (Compute.tm_only_grace_ms, in seconds)."""
 
     services: Services
     translator: Any
@@ -71,6 +68,7 @@ class SentenceDecoder:
     names: dict[int, str]
     deadline: float | None = None
     glossary: Glossary | None = None
+    tm_only_grace_s: float = Compute.tm_only_grace_ms / 1000
 
     def has_close_match(self, text: str) -> bool:
         """Whether the request's memories hold a match of `text` of CLOSE_MATCH percent or more
@@ -83,10 +81,10 @@ class SentenceDecoder:
 
     def _may_look_up(self) -> bool:
         """Whether a sentence answered from the memory may still be looked up in the index:
-        up to TM_ONLY_LOOKUP_GRACE_S past the request's deadline (if any)."""
+        up to tm_only_grace_s past the request's deadline (if any)."""
         if self.deadline is None:
             return True
-        return time.perf_counter() < self.deadline + TM_ONLY_LOOKUP_GRACE_S
+        return time.perf_counter() < self.deadline + self.tm_only_grace_s
 
     def decode(self, texts: list[str]) -> Decoded:
         """The sentences' pieces collected (retrieval gets RETRIEVAL_SHARE of the time left),

@@ -152,6 +152,7 @@ def _translated(
         names,
         options.deadline,
         glossary_of(store, [store.get_memory(ref) for ref in options.glossaries]),
+        services.config.compute.tm_only_grace_ms / 1000,
     )
     sources = [q.source for q in queries]
     translated = translate_segments(
