@@ -15,7 +15,6 @@ with only those places rewritten by the model.
 
 from __future__ import annotations
 
-import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,7 +24,7 @@ import numpy as np
 from tm_guide.errors import InvalidInput
 from tm_guide.pieces.collect import AlignedPair, EditComparison
 from tm_guide.pieces.tokenizer import SENTENCEPIECE_SPACE
-from tm_guide.pieces.words import is_mark, word_starts
+from tm_guide.pieces.words import is_mark, word_numbers, word_starts
 from tm_guide.similarity import token_similarity
 
 _BYTE_PIECE = re.compile(r"<0x[0-9A-Fa-f]{2}>")
@@ -179,7 +178,7 @@ def match_template(
     target = pair.target
     edited = ((1 << len(pair.source)) - 1) & ~comparison.unedited
     starts = word_starts(target)
-    words = list(itertools.accumulate(int(s) for s in starts))  # each token's word (1-based)
+    words = word_numbers(starts)
     ends = [i for i in range(1, len(target) + 1) if i == len(target) or starts[i]]
     changed_words = {w for w, links in zip(words, pair.target_links, strict=True) if links & edited}
     dropped_words = _whole_compounds(target, words, changed_words)

@@ -6,6 +6,7 @@ whole, so that no piece of a changed word is written into another one.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 from tm_guide.pieces.tokenizer import SENTENCEPIECE_SPACE
@@ -30,18 +31,16 @@ def word_starts(tokens: Sequence[str]) -> list[bool]:
     ]
 
 
+def word_numbers(starts: Sequence[bool]) -> list[int]:
+    """Each token's word, numbered from 1 in order, from where words start (word_starts)."""
+    return list(itertools.accumulate(int(start) for start in starts))
+
+
 def word_masks(tokens: Sequence[str], masks: Sequence[int]) -> tuple[int, ...]:
-    """Each token's bit mask (as AlignedPair.target_links) joined over its word (word_starts):
+    """Each token's bit mask (as AlignedPair.target_links) joined over its word (word_numbers):
     every piece of a word stands for what any of its pieces stands for."""
-    joined = list(masks)
-    start = 0
-    starts = word_starts(tokens)
-    for end in range(1, len(tokens) + 1):
-        if end < len(tokens) and not starts[end]:
-            continue
-        mask = 0
-        for k in range(start, end):
-            mask |= masks[k]
-        joined[start:end] = [mask] * (end - start)
-        start = end
-    return tuple(joined)
+    words = word_numbers(word_starts(tokens))
+    joined: dict[int, int] = {}
+    for word, mask in zip(words, masks, strict=True):
+        joined[word] = joined.get(word, 0) | mask
+    return tuple(joined[word] for word in words)
