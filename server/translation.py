@@ -206,9 +206,7 @@ def translations_of(
                 text=translator.bundle.decode_target(list(piece.tokens)),
                 tokens=tuple(piece.tokens),
                 position=piece.start,
-                span=_char_span(
-                    result.translation, offsets, piece.start, piece.start + len(piece.tokens)
-                ),
+                span=_piece_span(translator.bundle, result.translation, offsets, piece),
                 score=piece.score,
                 segments=tuple(
                     _ref(i, segments, similarity, memory_names) for i in piece.segment_ids
@@ -252,17 +250,22 @@ def _ref(
     )
 
 
-def _char_span(
-    text: str, offsets: list[int] | None, start: int, end: int
+def _piece_span(
+    bundle: Any, text: str, offsets: list[int] | None, piece: Any
 ) -> tuple[int, int] | None:
-    """The characters of `text` that tokens start..end produced, without the space a
-    word-initial token carries; None when the offsets are unknown."""
+    """The characters of `text` that the piece's tokens produced, without the space a
+    word-initial token carries; None when the offsets are unknown, or when the text there does
+    not spell the piece (a word of it that was said twice over is written once, so its tokens'
+    characters are partly gone: "Menü menü datei" written "Menü datei")."""
+    start, end = piece.start, piece.start + len(piece.tokens)
     if offsets is None or end >= len(offsets):
         return None
     first, last = offsets[start], offsets[end]
     while first < last and text[first].isspace():
         first += 1
-    return (first, last) if first < last else None
+    if first >= last or not bundle.spells(text[first:last], piece.tokens):
+        return None
+    return first, last
 
 
 def align_after_write(services: Any, segments: Sequence[Any]) -> None:

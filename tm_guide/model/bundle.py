@@ -156,6 +156,11 @@ class Bundle:
             )
         )
 
+    def spells(self, text: str, tokens: Sequence[str]) -> bool:
+        """Whether `text` is what target `tokens` detokenize to, up to the characters the
+        target normalizer changes (those set_right puts back) and the spaces around it."""
+        return self._normalized(text) == self._normalized(self.decode_target(tokens))
+
     def set_right(
         self, source: str, translation: str, targets: Sequence[str] = ()
     ) -> tuple[Edited, ...]:
