@@ -70,6 +70,7 @@ def test_what_the_options_leave_open_comes_from_the_model_card() -> None:
     )
     assert "clipped" in served.reward_rule() and "power:2" in served.reward_rule()
     assert "repaired from similarity 0.7" in served.reward_rule()
+    assert served.reward_rule().startswith("pieces cut at whole words")
     runner = Runner(served, translator=None, memory_id=1)
     assert runner.base.pieces.clipped and runner.base.pieces.weighting.power == 2
     assert runner.base.pieces.repair == RepairOptions(0.7, 1, 1)

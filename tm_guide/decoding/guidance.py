@@ -103,6 +103,8 @@ class Guidance:
             rule = "each piece rewarded at most as often as its TM target holds it (clipped)"
         else:
             rule = "pieces of two or more tokens rewarded once per hypothesis"
+        if PieceOptions.whole_words:
+            rule = "pieces cut at whole words (Algorithm 1), " + rule
         if self.weighting != "linear":
             rule += f", piece weights {self.weighting} of the match similarity"
         if self.repair != "off":
