@@ -25,6 +25,9 @@ def bundle() -> Bundle:
         ("dh_installchangelogs", "dh_installdocs", "dh_installchangelogs", "dh_installdocs"),
         ("AVERAGEIFS", "AVERAGEIF", "MITTELWERTWENNS", "MITTELWERTWENN"),  # the same affix lost
         ("WEEKNUM_OOO", "WEEKNUM", "KALENDERWOCHE_OOO", "KALENDERWOCHE"),
+        ("OpenType", "OpenPGP", "OpenType", "OpenPGP"),  # a name held as it is
+        ("/etc/hosts", "/etc/hostname", "/etc/hosts", "/etc/hostname"),  # a path
+        ("/a/package_name.preinst", "/a/package_name.postinst", "/a/paketname.preinst", None),
         ("4.10", "4.16", "4.10", "4.16"),  # a number held as it is
         ("51,000", "57,700", "51000", "57700"),  # ... or written with other separators
         ("4.5", "4.7", "4,5", "4,7"),
@@ -87,6 +90,45 @@ def test_an_identifier_held_as_it_is_becomes_the_inputs(bundle: Bundle) -> None:
     run, command = absorbed.source.index("▁Run"), absorbed.source.index("▁command")
     assert absorbed.target_links[absorbed.target.index("▁Führ")] == 1 << run
     assert absorbed.target_links[absorbed.target.index("▁Befehl")] == 1 << command
+
+
+@pytest.mark.parametrize(
+    ("source", "target", "query", "absorbed"),
+    [
+        (
+            "Example 10.12. Excerpt of /etc/bind/named.conf.local",
+            "Beispiel 10.12. Auszug aus der Datei /etc/bind/named.conf.local",
+            "Example 10.15. Excerpt of /etc/dhcp/dhcpd.conf",
+            "Beispiel 10.15. Auszug aus der Datei /etc/dhcp/dhcpd.conf",
+        ),
+        (
+            "Edit /etc/ssh/sshd_config now.",
+            "Bearbeiten Sie /etc/ssh/sshd_config jetzt.",
+            "Edit /etc/ssh/ssh_config now.",
+            "Bearbeiten Sie /etc/ssh/ssh_config jetzt.",
+        ),
+        (
+            "Wikipedia on OpenType",
+            "OpenType in Wikipedia",
+            "Wikipedia on OpenPGP",
+            "OpenPGP in Wikipedia",
+        ),
+    ],
+)
+def test_a_path_or_a_name_held_as_it_is_becomes_the_inputs(
+    bundle: Bundle, source: str, target: str, query: str, absorbed: str
+) -> None:
+    """The model garbles paths and names it has not seen ("/etc/dhcp.conf" for
+    /etc/dhcp/dhcpd.conf, "Wikipedien" for OpenPGP); a translator copies them."""
+    pair = _pair(bundle, source, target, [])
+    encoded = bundle.encode_source(query)
+    [changed] = absorb_code_words(encoded, [pair], bundle.encode_source, bundle.encode_target)
+    assert "".join(changed.source) == "".join(encoded)
+    assert "".join(changed.target).replace("\u2581", " ").strip() == absorbed
+    comparison = compare(encoded, changed.source)
+    assert comparison.similarity == 1.0
+    template = match_template(changed, comparison, RepairOptions(0.5))
+    assert template is not None and not any(template.gaps)
 
 
 def test_a_changed_number_is_changed_in_the_match_as_its_target_writes_it(bundle: Bundle) -> None:
@@ -156,11 +198,11 @@ def test_a_new_name_nothing_retrieved_holds_is_copied_whole(
         ("Open the file.", "Öffnen Sie die Datei.", "Open the PDF file."),  # no code word
         # the input's word matches none of the match's: nothing pairs them
         ("Use SUMIF here.", "Verwenden Sie hier SUMMEWENN.", "Use the FOO and BAR here."),
-        # a name in a path is part of the path, not an identifier of its own
+        # a path the target translates is the translator's to change
         (
-            "Edit /etc/ssh/sshd_config now.",
-            "Bearbeiten Sie /etc/ssh/sshd_config jetzt.",
-            "Edit /etc/ssh/ssh_config now.",
+            "/var/lib/dpkg/info/package_name.preinst",
+            "/var/lib/dpkg/info/paketname.preinst",
+            '"/var/lib/dpkg/info/package_name.postinst"',
         ),
         # a byte piece ("¶" is two) is no text to edit
         ("5.6.3. Delayed uploads¶", "5.6.3. Verzögerte Uploads¶", "5.6.4. Security uploads¶"),

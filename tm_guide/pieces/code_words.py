@@ -1,14 +1,17 @@
 """Code words a close match takes over before it is compared: function names, constants, cell
-references and other words in capitals, snake_case identifiers, and numbers.
+references and other words in capitals, snake_case identifiers, names written with a capital
+inside (OpenPGP, LibreOffice), absolute file paths, and numbers.
 
 A model writes such words badly: asked to fill the gap where "=MITTELWERTWENNS(" stood, for an
 input with AVERAGEIF instead of AVERAGEIFS, the demo model wrote "=AWERTIF(". A translator does
-not decode them; they copy them or edit them as the source was edited. So, before a match is
+not decode them; they copy them or edit them as the source was edited (asked for
+"/etc/dhcp/dhcpd.conf" where the match had "/etc/bind/named.conf.local", the model wrote
+"/etc/dhcp.conf", and "Wikipedien" for OpenPGP where the match had OpenType). So, before a match is
 compared with the input, each code word of its source that the input changes is changed in the
 match as well, on both sides, and then counts as unedited: the repair keeps it and Algorithm 1
 takes its pieces.
-- An identifier or number the target holds as it is (COPY, B2, dh_installdocs, 4.10) becomes the
-  input's.
+- An identifier, name, path or number the target holds as it is (COPY, B2, dh_installdocs,
+  OpenType, /etc/hosts, 4.10) becomes the input's.
 - A number the target writes with other separators takes them too: 51,000 -> 57,700 makes
   "51000" "57700", and 4.5 -> 4.7 makes "4,5" "4,7".
 - A translated one loses what the source lost, when the target holds the same affix:
@@ -33,15 +36,25 @@ from difflib import SequenceMatcher
 from tm_guide.pieces.collect import AlignedPair
 from tm_guide.pieces.tokenizer import SENTENCEPIECE_SPACE
 
-# a word in capitals (digits and underscores inside), a snake_case identifier (not in a path or
-# a file name), or a number (digits, maybe grouped or with decimals by "." or ","): not part of a
-# longer word
+# an absolute path ("/" or "~/", then parts of letters, digits, "_", "+", "-" and inner dots,
+# not a sentence's final one, each maybe a dotfile); a word in capitals (digits and underscores
+# inside); a snake_case identifier (not in a path or a file name); a name with a capital after
+# a small letter (OpenPGP, LibreOffice, ScriptForge); or a number (digits, maybe grouped or with
+# decimals by "." or ","): not part of a longer word
+_PATH = r"(?<![\w/.~-])~?(?:/\.?[\w+-]+(?:\.[\w+-]+)*)+/?(?![\w/])"
 CODE_WORD = re.compile(
-    r"(?<![^\W_])[A-Z][A-Z0-9_]*[A-Z0-9](?![^\W_])"
+    rf"(?P<path>{_PATH})"
+    r"|(?<![^\W_])[A-Z][A-Z0-9_]*[A-Z0-9](?![^\W_])"
     r"|(?<![\w/.-])[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?![\w/-]|\.\w)"
-    r"|(?<![\w.,])\d+(?:[.,]\d+)*(?![^\W_])"
+    r"|(?P<name>(?<![^\W_])(?=[A-Za-z])[A-Za-z0-9]*[a-z][A-Z][A-Za-z0-9]*)(?![^\W_])"
+    r"|(?P<number>(?<![\w.,])\d+(?:[.,]\d+)*)(?![^\W_])"
 )
 _SEPARATORS = ".,"
+# the kinds of code word copied whole where no rule derives the new one (a path or a name the
+# target writes otherwise is the translator's own)
+_COPIED = ("identifier", "number")
+# the kinds whose words are counted together to find a word's translation by its place
+_PLACES = {"path": "path", "name": "name", "identifier": "code", "number": "code"}
 # a piece that stands for something other than its characters: a byte, </s>, a language token
 _CONTROL = re.compile(r"<[^<>]+>")
 # a shared core shorter than this (or than half the longer word) pairs no two words by content
@@ -53,6 +66,7 @@ class _Word:
     start: int
     end: int
     text: str
+    kind: str  # "path", "name", "number" or "identifier": only words of one kind pair up
 
 
 def absorb_code_words(
@@ -103,7 +117,7 @@ def _absorbed(
         if translation is None:
             continue
         changed = transferred(old.text, new, translation.text)
-        if changed is None and new not in known and _is_number(old.text) == _is_number(new):
+        if changed is None and new not in known and old.kind in _COPIED:
             changed = new
         if changed is None:
             continue
@@ -144,6 +158,8 @@ def transferred(old: str, new: str, target: str) -> str | None:
         return None
     if target == old:
         return new
+    if _is_path(old):
+        return None  # a path the target writes otherwise is not one the match can change
     if _is_number(old):
         return _separated_as(old, new, target)
     core = SequenceMatcher(None, old, new, autojunk=False).find_longest_match(
@@ -160,6 +176,10 @@ def transferred(old: str, new: str, target: str) -> str | None:
 
 def _is_number(word: str) -> bool:
     return word[:1].isdigit()
+
+
+def _is_path(word: str) -> bool:
+    return word.startswith(("/", "~/"))
 
 
 def _separated_as(old: str, new: str, target: str) -> str | None:
@@ -185,7 +205,10 @@ def _separated_as(old: str, new: str, target: str) -> str | None:
 
 
 def _code_words(text: str) -> list[_Word]:
-    return [_Word(m.start(), m.end(), m.group()) for m in CODE_WORD.finditer(text)]
+    return [
+        _Word(m.start(), m.end(), m.group(), m.lastgroup or "identifier")
+        for m in CODE_WORD.finditer(text)
+    ]
 
 
 def _pairs_by_core(size: int, a: str, b: str) -> bool:
@@ -205,13 +228,13 @@ def _changed(source: list[_Word], query: list[_Word]) -> list[tuple[int, str]]:
             changed += [
                 (i, b[j])
                 for i, j in zip(range(i1, i2), range(j1, j2), strict=True)
-                if _is_number(a[i]) == _is_number(b[j])
+                if source[i].kind == query[j].kind
             ]
             continue
         free = set(range(j1, j2))
         for i in range(i1, i2):
             best, best_size = None, 0
-            for j in sorted(free):
+            for j in sorted(j for j in free if query[j].kind == source[i].kind):
                 size = (
                     SequenceMatcher(None, a[i], b[j], autojunk=False)
                     .find_longest_match(0, len(a[i]), 0, len(b[j]))
@@ -227,10 +250,13 @@ def _changed(source: list[_Word], query: list[_Word]) -> list[tuple[int, str]]:
 
 def _target_of(k: int, source: list[_Word], target: list[_Word]) -> _Word | None:
     """The target code word that translates source code word `k`: the one at the same place
-    where both sides hold as many, else the same word at the same occurrence where the target
-    holds it as often."""
-    if len(source) == len(target):
-        return target[k]
+    among the paths, the names or the other code words, where both sides hold as many of
+    them, else the same word at the same occurrence where the target holds it as often."""
+    place = _PLACES[source[k].kind]
+    ours = [w for w in source if _PLACES[w.kind] == place]
+    theirs = [w for w in target if _PLACES[w.kind] == place]
+    if len(ours) == len(theirs):
+        return theirs[ours.index(source[k])]
     text = source[k].text
     occurrence = sum(w.text == text for w in source[:k])
     same = [w for w in target if w.text == text]
