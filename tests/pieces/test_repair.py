@@ -132,6 +132,28 @@ def test_word_starts_split_at_spaces_and_punctuation():
     assert word_starts(("Kopiert", "die")) == [True, True]  # whole-word tokens
 
 
+def test_punctuation_spelled_in_bytes_is_a_word_of_its_own():
+    # "¶" is <0xC2><0xB6> in the demo vocabulary; "é" (<0xC3><0xA9>) is part of its word
+    tokens = ("▁Einzel", "heit", "en", "<0xC2>", "<0xB6>", "x", "▁caf", "<0xC3>", "<0xA9>")
+    assert word_starts(tokens) == [True, False, False, True, False, True, True, False, False]
+    assert word_starts(("▁a", "<0xC2>")) == [True, False]  # no whole character: no mark
+
+
+def test_a_pilcrow_stays_when_the_word_before_it_changes():
+    # "5.14.2.5. Details¶" -> "5.14.2. Updates from unstable¶": the pilcrow is aligned to the
+    # source's and stays, where it went with "Einzelheiten" as one word
+    pair = _pair(
+        "▁Details <0xC2> <0xB6>",
+        "▁Einzel heit en <0xC2> <0xB6>",
+        [(0, 0), (0, 1), (0, 2), (1, 3), (2, 4)],
+    )
+    comparison = compare(["▁Updates", "<0xC2>", "<0xB6>"], pair.source)
+    template = match_template(pair, comparison, OPTIONS)
+    assert template is not None
+    assert template.tokens == ("<0xC2>", "<0xB6>")
+    assert template.gaps == (2, 0, 0)
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(aligned_pairs(), st.lists(WORDS, min_size=1, max_size=12))
 def test_a_template_keeps_only_what_algorithm_1_would_collect(pair, query):

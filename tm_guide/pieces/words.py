@@ -7,9 +7,12 @@ whole, so that no piece of a changed word is written into another one.
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Sequence
 
 from tm_guide.pieces.tokenizer import SENTENCEPIECE_SPACE
+
+_BYTE_PIECE = re.compile(r"<0x([0-9A-Fa-f]{2})>")
 
 
 def is_mark(token: str) -> bool:
@@ -21,14 +24,51 @@ def is_mark(token: str) -> bool:
 def word_starts(tokens: Sequence[str]) -> list[bool]:
     """Which tokens begin a word: SentencePiece pieces that carry the space mark, the first,
     punctuation and the piece after it ("=WERT(A1)" is five words, so one changed argument
-    does not drop the rest); every token when none carries the mark (whole-word tokens)."""
+    does not drop the rest); every token when none carries the mark (whole-word tokens).
+    Punctuation the vocabulary spells in bytes ("¶" is <0xC2><0xB6>) is a word of its own too,
+    so that "Einzelheiten¶" is not dropped whole, pilcrow and all, when "Details" changes."""
     if not any(SENTENCEPIECE_SPACE in token for token in tokens):
         return [True] * len(tokens)
     marks = [is_mark(token) for token in tokens]
+    first, last = _byte_marks(tokens)
     return [
-        i == 0 or token.startswith(SENTENCEPIECE_SPACE) or marks[i] or marks[i - 1]
+        i == 0
+        or token.startswith(SENTENCEPIECE_SPACE)
+        or marks[i]
+        or marks[i - 1]
+        or i in first
+        or i - 1 in last
         for i, token in enumerate(tokens)
     ]
+
+
+def _byte_marks(tokens: Sequence[str]) -> tuple[set[int], set[int]]:
+    """The first and the last byte piece of each character spelled in byte pieces that holds
+    no letter or digit."""
+    first: set[int] = set()
+    last: set[int] = set()
+    i = 0
+    while i < len(tokens):
+        lead = _BYTE_PIECE.fullmatch(tokens[i])
+        if lead is None:
+            i += 1
+            continue
+        value = int(lead[1], 16)
+        size = 1 if value < 0x80 else 2 if value < 0xE0 else 3 if value < 0xF0 else 4
+        spelled = [_BYTE_PIECE.fullmatch(token) for token in tokens[i : i + size]]
+        try:
+            char = bytes(int(m[1], 16) for m in spelled if m).decode("utf-8")
+        except UnicodeDecodeError:
+            i += 1
+            continue
+        if len(char) != 1:  # a byte piece missing: no character
+            i += 1
+            continue
+        if not char.isalnum():
+            first.add(i)
+            last.add(i + size - 1)
+        i += size
+    return first, last
 
 
 def word_numbers(starts: Sequence[bool]) -> list[int]:
