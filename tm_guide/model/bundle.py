@@ -34,6 +34,7 @@ from tm_guide.model.card import (
 from tm_guide.model.language_tokens import token_for
 from tm_guide.model.positions import NO_LIMITS, PositionLimits, read_position_limits
 from tm_guide.pieces.tokenizer import SENTENCEPIECE_SPACE
+from tm_guide.text.brackets import closed_brackets
 from tm_guide.text.edits import Edited
 from tm_guide.text.normalized import restore
 from tm_guide.text.stutter import without_stutter
@@ -168,9 +169,13 @@ class Bundle:
         order, each of the text the one before made: the source's characters that the target
         tokenizer's normalizer changed put back ("m2" -> "m²"), and those of `targets` (the TM
         targets that guided it: "..." -> "…"; tm_guide.text.normalized), then a word written
-        twice over written once (tm_guide.text.stutter)."""
+        twice over written once (tm_guide.text.stutter), then, where `targets` guided it, a
+        bracket it left open closed as the source closes its own (tm_guide.text.brackets)."""
         restored = restore(source, translation, self._normalized, targets)
-        return restored, without_stutter(source, restored.text, targets)
+        once = without_stutter(source, restored.text, targets)
+        if not targets:
+            return restored, once
+        return restored, once, closed_brackets(source, once.text)
 
     def _normalized(self, text: str) -> str:
         return str(self.target_sp.normalize(text)).replace(SENTENCEPIECE_SPACE, " ").strip()
