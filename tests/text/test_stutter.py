@@ -62,3 +62,17 @@ def test_of_two_forms_of_a_word_in_a_row_the_second_is_kept() -> None:
     assert without_stutter(source, "das Haus Hausmeister").edits == ()
     targets = ["Die Datei Dateien wird geöffnet."]
     assert without_stutter(source, "Die Datei Dateien", targets).edits == ()
+
+
+def test_a_section_number_with_its_last_part_twice_is_written_as_the_source_writes_it() -> None:
+    # repaired and guided outputs of the Debian manuals' dev sets
+    assert without_stutter("8.2.2. Wireless Interface", "8.2.2.2. Wire-Schnittstelle").text == (
+        "8.2.2. Wire-Schnittstelle"
+    )
+    assert without_stutter("9.1.3. Navigating around directories", "9.1.3.3 wird").text == (
+        "9.1.3. wird"
+    )
+    # a number the source writes so, or that repeats no part, stays
+    assert without_stutter("Version 1.1.1 and 1.1", "Version 1.1.1 und 1.1").edits == ()
+    assert without_stutter("See 4.2.", "Siehe 4.2.1.").edits == ()
+    assert without_stutter("Chapter 2.2", "Kapitel 2.2").edits == ()

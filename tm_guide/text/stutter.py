@@ -6,7 +6,8 @@ the match's own words, so a word can come out twice in a row: "können Sie auch 
 part twice ("Einrichtungsdialogdialog"). German writes no word of four letters or more twice
 over (short ones it does: "die die"), so the repeats after the first go, unless the source
 repeats a word itself (a label written twice is translated twice) or, inside a word, the source
-or the memory writes it so.
+or the memory writes it so. A section number whose last part is written twice ("8.2.2.2." for
+the source's "8.2.2.") is written as the source writes it.
 """
 
 from __future__ import annotations
@@ -31,6 +32,10 @@ _TWO_FORMS = re.compile(
 )
 
 
+# a dotted number, then its own last part again ("8.2.2" + ".2"), maybe with a final dot
+_NUMBER_REPEAT = re.compile(r"(?<![\w.])((?:\d+\.)+(\d+))\.(\2)\.?(?![\w.])")
+
+
 def without_stutter(source: str, translation: str, targets: Sequence[str] = ()) -> Edited:
     """`translation` with each run of a repeated word written once (its first), where `source`
     repeats no word itself; each part of a word written twice over inside it once, where
@@ -46,7 +51,21 @@ def without_stutter(source: str, translation: str, targets: Sequence[str] = ()) 
     for m in _TWO_FORMS.finditer(translation):
         if not any(m.group().casefold() in text.casefold() for text in targets):
             edits.append(_first_form_dropped(m))
+    edits += _numbers_once(source, translation)
     return edited(translation, edits)
+
+
+def _numbers_once(source: str, translation: str) -> list[tuple[int, int, str]]:
+    """The edits that write a number whose last part the translation repeats as the source
+    writes it, where the source holds it and not the repeat."""
+    edits = []
+    for m in _NUMBER_REPEAT.finditer(translation):
+        number = re.escape(m.group(1))
+        written = re.search(rf"(?<![\w.]){number}\.?(?![\w])", source)
+        repeated = re.search(rf"(?<![\w.]){number}\.{re.escape(m.group(3))}(?!\d)", source)
+        if written and not repeated:
+            edits.append((m.start(), m.end(), written.group()))
+    return edits
 
 
 def _first_form_dropped(m: re.Match[str]) -> tuple[int, int, str]:
