@@ -53,6 +53,21 @@ def test_a_part_written_twice_inside_a_word_is_written_once() -> None:
     assert without_stutter(source, "=ZeileZeile()", ["=ZEILEZEILE(A1)"]).edits == ()
 
 
+def test_a_part_written_twice_with_a_linking_element_is_written_once() -> None:
+    # guided and repaired outputs of the dev sets
+    source = "Go to the menu."
+    assert without_stutter(source, "Die Übergangsübergang").text == "Die Übergang"
+    assert without_stutter(source, "chroot-Umgebungsumgebungen").text == "chroot-Umgebungen"
+    assert without_stutter(source, "FußzeilenFußzeile").text == "Fußzeile"
+    assert without_stutter(source, "Eingabeaufforderungsaufforderung").text == (
+        "Eingabeaufforderung"
+    )
+    # real words with a short part twice, and what the memory writes so
+    for word in ("Karteikarte", "Festplattenplatz", "Tabellenzelle", "Zeilenteile"):
+        assert without_stutter(source, word).edits == ()
+    assert without_stutter(source, "Umgebungsumgebung", ["Die Umgebungsumgebung"]).edits == ()
+
+
 def test_of_two_forms_of_a_word_in_a_row_the_second_is_kept() -> None:
     source = "Copy the selected uploads."
     assert without_stutter(source, "Kopie kopieren nach").text == "Kopieren nach"

@@ -3,7 +3,8 @@
 Guided search rewards a piece each time it is completed, and a repair's gap is filled next to
 the match's own words, so a word can come out twice in a row: "können Sie auch auch ändern",
 "Speichern speichern", "dann dann dann", "das @reboot-Makro-Makro", and a compound can hold a
-part twice ("Einrichtungsdialogdialog"). German writes no word of four letters or more twice
+part twice ("Einrichtungsdialogdialog"), also joined by a linking "s" or "n"
+("Übergangsübergang", "FußzeilenFußzeile"). German writes no word of four letters or more twice
 over (short ones it does: "die die"), so the repeats after the first go, unless the source
 repeats a word itself (a label written twice is translated twice) or, inside a word, the source
 or the memory writes it so. A section number whose last part is written twice ("8.2.2.2." for
@@ -23,6 +24,10 @@ _REPEATED = re.compile(r"(?<!\w)([^\W\d_]{4,})((?:(?:\s+|-)\1)+)(?!\w)", re.IGNO
 _ANY_REPEAT = re.compile(r"(?<!\w)(\w+)(?:\s+|-)\1(?!\w)", re.IGNORECASE)
 # four letters or more, then the same again inside a word ("Verzeichnisverzeichnis")
 _DOUBLED = re.compile(r"([^\W\d_]{4,})(\1+)", re.IGNORECASE)
+# a part of six letters or more, a linking element of up to three letters ("s", "n", "es"),
+# then the same part again ending the word, maybe with an ending ("Umgebungsumgebungen"); a
+# shorter part makes real words ("Karteikarte", "Festplattenplatz")
+_LINKED = re.compile(r"([^\W\d_]{6,})([^\W\d_]{1,3})(\1)(?=[^\W\d_]{0,3}(?!\w))", re.IGNORECASE)
 # a word of four letters or more, then after whitespace or a hyphen the same with an ending of
 # one to three letters: two forms of one word ("Kopie kopieren", "Upload-Uploads"); a longer
 # tail makes another word ("Haus Hausmeister")
@@ -48,6 +53,9 @@ def without_stutter(source: str, translation: str, targets: Sequence[str] = ()) 
         doubled = m.group().casefold()
         if not any(doubled in text.casefold() for text in (source, *targets)):
             edits.append((m.start(2), m.end(2), ""))
+    for m in _LINKED.finditer(translation):
+        if not any(m.group().casefold() in text.casefold() for text in (source, *targets)):
+            edits.append(_first_part_dropped(m))
     for m in _TWO_FORMS.finditer(translation):
         if not any(m.group().casefold() in text.casefold() for text in targets):
             edits.append(_first_form_dropped(m))
@@ -66,6 +74,15 @@ def _numbers_once(source: str, translation: str) -> list[tuple[int, int, str]]:
         if written and not repeated:
             edits.append((m.start(), m.end(), written.group()))
     return edits
+
+
+def _first_part_dropped(m: re.Match[str]) -> tuple[int, int, str]:
+    """The edit that drops a doubled part with its linking element ("Übergangsübergang" ->
+    "Übergang"), the part left taking the capital where the word began with the first."""
+    first = m.group(3)[0]
+    if m.group(1)[0].isupper():
+        first = first.upper()
+    return m.start(1), m.start(3) + 1, first
 
 
 def _first_form_dropped(m: re.Match[str]) -> tuple[int, int, str]:
