@@ -201,18 +201,19 @@ def translations_of(
                 and translator.bundle.decode_target(result.tokens) == result.translation
             ):
                 offsets = translator.bundle.target_offsets(result.tokens)
+        texts = [translator.bundle.decode_target(list(p.tokens)) for p in result.matched_pieces]
         used = tuple(
             PieceUse(
-                text=translator.bundle.decode_target(list(piece.tokens)),
+                text=text,
                 tokens=tuple(piece.tokens),
                 position=piece.start,
-                span=_piece_span(translator.bundle, result.translation, offsets, piece),
+                span=_piece_span(translator.bundle, result.translation, offsets, piece, text),
                 score=piece.score,
                 segments=tuple(
                     _ref(i, segments, similarity, memory_names) for i in piece.segment_ids
                 ),
             )
-            for piece in result.matched_pieces
+            for piece, text in zip(result.matched_pieces, texts, strict=True)
         )
         translation = Translation(
             text=result.translation,
@@ -251,19 +252,20 @@ def _ref(
 
 
 def _piece_span(
-    bundle: Any, text: str, offsets: list[int] | None, piece: Any
+    bundle: Any, text: str, offsets: list[int] | None, piece: Any, piece_text: str
 ) -> tuple[int, int] | None:
     """The characters of `text` that the piece's tokens produced, without the space a
-    word-initial token carries; None when the offsets are unknown, or when the text there does
-    not spell the piece (a word of it that was said twice over is written once, so its tokens'
-    characters are partly gone: "Menü menü datei" written "Menü datei")."""
+    word-initial token carries; None when the offsets are unknown, or when the text there is
+    not the piece's (`piece_text`, its tokens detokenized): a word of it that was said twice
+    over is written once, so its tokens' characters are partly gone ("Menü menü datei" written
+    "Menü datei")."""
     start, end = piece.start, piece.start + len(piece.tokens)
     if offsets is None or end >= len(offsets):
         return None
     first, last = offsets[start], offsets[end]
     while first < last and text[first].isspace():
         first += 1
-    if first >= last or not bundle.spells(text[first:last], piece.tokens):
+    if first >= last or not bundle.same_text(text[first:last], piece_text):
         return None
     return first, last
 

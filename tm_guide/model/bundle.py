@@ -157,10 +157,10 @@ class Bundle:
             )
         )
 
-    def spells(self, text: str, tokens: Sequence[str]) -> bool:
-        """Whether `text` is what target `tokens` detokenize to, up to the characters the
-        target normalizer changes (those set_right puts back) and the spaces around it."""
-        return self._normalized(text) == self._normalized(self.decode_target(tokens))
+    def same_text(self, text: str, other: str) -> bool:
+        """Whether two target texts are the same up to the characters the target normalizer
+        changes (those set_right puts back) and the spaces around them."""
+        return self._normalized(text) == self._normalized(other)
 
     def set_right(
         self, source: str, translation: str, targets: Sequence[str] = ()

@@ -24,10 +24,9 @@ import numpy as np
 from tm_guide.errors import InvalidInput
 from tm_guide.pieces.collect import AlignedPair, EditComparison
 from tm_guide.pieces.tokenizer import SENTENCEPIECE_SPACE
-from tm_guide.pieces.words import is_mark, word_numbers, word_starts
+from tm_guide.pieces.words import byte_value, is_mark, word_numbers, word_starts
 from tm_guide.similarity import token_similarity
 
-_BYTE_PIECE = re.compile(r"<0x[0-9A-Fa-f]{2}>")
 # a word for word_similarity: letters and digits, joined by hyphens or dots ("Unix-like")
 _WORD = re.compile(r"\w+(?:[-.]\w+)*")
 # the pieces that join the parts of a compound ("Plasma-Arbeitsfläche")
@@ -159,8 +158,9 @@ def continuation_mask(vocabulary: Sequence[str]) -> np.ndarray:
     starts a word). Other byte pieces continue a word."""
     mask = np.zeros(len(vocabulary), dtype=np.uint8)
     for i, token in enumerate(vocabulary):
-        if _BYTE_PIECE.fullmatch(token):
-            mask[i] = 2 if 0x80 <= int(token[3:5], 16) <= 0xBF else 1
+        value = byte_value(token)
+        if value is not None:
+            mask[i] = 2 if 0x80 <= value <= 0xBF else 1
         elif token.startswith("<") and token.endswith(">") or token.startswith("__"):
             continue
         else:

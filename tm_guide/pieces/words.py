@@ -21,6 +21,12 @@ def is_mark(token: str) -> bool:
     return bool(text) and not any(c.isalnum() for c in text)
 
 
+def byte_value(token: str) -> int | None:
+    """The byte a byte-fallback piece (<0xC2>) stands for; None for any other token."""
+    found = _BYTE_PIECE.fullmatch(token)
+    return int(found[1], 16) if found else None
+
+
 def word_starts(tokens: Sequence[str]) -> list[bool]:
     """Which tokens begin a word: SentencePiece pieces that carry the space mark, the first,
     punctuation and the piece after it ("=WERT(A1)" is five words, so one changed argument
@@ -49,15 +55,14 @@ def _byte_marks(tokens: Sequence[str]) -> tuple[set[int], set[int]]:
     last: set[int] = set()
     i = 0
     while i < len(tokens):
-        lead = _BYTE_PIECE.fullmatch(tokens[i])
-        if lead is None:
+        value = byte_value(tokens[i])
+        if value is None:
             i += 1
             continue
-        value = int(lead[1], 16)
         size = 1 if value < 0x80 else 2 if value < 0xE0 else 3 if value < 0xF0 else 4
-        spelled = [_BYTE_PIECE.fullmatch(token) for token in tokens[i : i + size]]
+        spelled = [byte_value(token) for token in tokens[i : i + size]]
         try:
-            char = bytes(int(m[1], 16) for m in spelled if m).decode("utf-8")
+            char = bytes(b for b in spelled if b is not None).decode("utf-8")
         except UnicodeDecodeError:
             i += 1
             continue

@@ -35,8 +35,6 @@ _TWO_FORMS = re.compile(
     r"(?<!\w)([^\W\d_]{4,})(?:(?:\s+|-)\1)*(\s+|-)(\1)(?=[^\W\d_]{1,3}(?!\w))",
     re.IGNORECASE,
 )
-
-
 # a dotted number, then its own last part again ("8.2.2" + ".2"), maybe with a final dot
 _NUMBER_REPEAT = re.compile(r"(?<![\w.])((?:\d+\.)+(\d+))\.(\2)\.?(?![\w.])")
 
@@ -55,10 +53,10 @@ def without_stutter(source: str, translation: str, targets: Sequence[str] = ()) 
             edits.append((m.start(2), m.end(2), ""))
     for m in _LINKED.finditer(translation):
         if not any(m.group().casefold() in text.casefold() for text in (source, *targets)):
-            edits.append(_first_part_dropped(m))
+            edits.append(_first_dropped(m))
     for m in _TWO_FORMS.finditer(translation):
         if not any(m.group().casefold() in text.casefold() for text in targets):
-            edits.append(_first_form_dropped(m))
+            edits.append(_first_dropped(m))
     edits += _numbers_once(source, translation)
     return edited(translation, edits)
 
@@ -76,18 +74,11 @@ def _numbers_once(source: str, translation: str) -> list[tuple[int, int, str]]:
     return edits
 
 
-def _first_part_dropped(m: re.Match[str]) -> tuple[int, int, str]:
-    """The edit that drops a doubled part with its linking element ("Übergangsübergang" ->
-    "Übergang"), the part left taking the capital where the word began with the first."""
-    first = m.group(3)[0]
-    if m.group(1)[0].isupper():
-        first = first.upper()
-    return m.start(1), m.start(3) + 1, first
-
-
-def _first_form_dropped(m: re.Match[str]) -> tuple[int, int, str]:
-    """The edit that drops the first of two forms ("Upload-Uploads" -> "Uploads"), the second
-    taking its capital where the first had one ("Kopie kopieren" -> "Kopieren")."""
+def _first_dropped(m: re.Match[str]) -> tuple[int, int, str]:
+    """The edit that drops group 1 and what follows it up to group 3, the same word or part
+    again: the first of two forms ("Upload-Uploads" -> "Uploads"), or a doubled part with its
+    linking element ("Übergangsübergang" -> "Übergang"); what is left takes the capital where
+    the first had one ("Kopie kopieren" -> "Kopieren")."""
     first = m.group(3)[0]
     if m.group(1)[0].isupper():
         first = first.upper()
