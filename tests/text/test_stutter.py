@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tm_guide.text.stutter import without_stutter
+from tm_guide.text.stutter import stutter_passes, without_stutter
 
 
 def test_a_repeated_word_is_written_once_in_any_case() -> None:
@@ -62,6 +62,8 @@ def test_a_part_written_twice_inside_a_word_is_written_once() -> None:
         ("chroot-Umgebungsumgebungen", "chroot-Umgebungen"),
         ("FußzeilenFußzeile", "Fußzeile"),
         ("Eingabeaufforderungsaufforderung", "Eingabeaufforderung"),
+        ("die globalen Konfigurations-Konfiguration", "die globalen Konfiguration"),
+        ("Übergangs-übergang", "Übergang"),
         # real words with a short part twice
         ("Karteikarte", "Karteikarte"),
         ("Festplattenplatz", "Festplattenplatz"),
@@ -102,3 +104,28 @@ def test_a_section_number_with_its_last_part_twice_is_written_as_the_source_writ
     assert without_stutter("Version 1.1.1 and 1.1", "Version 1.1.1 und 1.1").edits == ()
     assert without_stutter("See 4.2.", "Siehe 4.2.1.").edits == ()
     assert without_stutter("Chapter 2.2", "Kapitel 2.2").edits == ()
+
+
+def test_a_range_with_its_first_cell_twice_is_written_as_a_range() -> None:
+    # a repaired output of the help dev set
+    source = '=AVERAGEIF(B2:B6;"<"&LARGE(B2:B6;2);C2:C6)'
+    assert without_stutter(
+        source, '=MITTELWERTWENN(B2:B6;"<"&KGRÖSSTE(B2:B6;2);C2:C2:C6)'
+    ).text == ('=MITTELWERTWENN(B2:B6;"<"&KGRÖSSTE(B2:B6;2);C2:C6)')
+    assert without_stutter("=SUM($A$1:$A$9)", "=SUMME($A$1:$A$1:$A$9)").text == "=SUMME($A$1:$A$9)"
+    # a source that writes it so, a cell once, a range of one cell
+    assert without_stutter("=F(C2:C2:C6)", "=F(C2:C2:C6)").edits == ()
+    assert without_stutter("=F(C2:C6)", "=F(C2:C6)").edits == ()
+    assert without_stutter("=F(C2:C2)", "=F(C2:C2)").edits == ()
+
+
+def test_a_part_written_three_times_over_is_written_once_in_passes() -> None:
+    # a guided output of the Debian guides' dev set
+    written = "Sie einen Boot-Eingabeaufforderungsaufforderungsaufforderung:"
+    passes = stutter_passes("a boot prompt:", written)
+    assert [p.text for p in passes] == [
+        "Sie einen Boot-Eingabeaufforderungsaufforderung:",
+        "Sie einen Boot-Eingabeaufforderung:",
+    ]
+    assert len(stutter_passes("x", "Sie auch auch ändern")) == 1
+    assert stutter_passes("x", "nichts doppelt")[0].edits == ()

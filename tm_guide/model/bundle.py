@@ -37,7 +37,8 @@ from tm_guide.pieces.tokenizer import SENTENCEPIECE_SPACE
 from tm_guide.text.brackets import closed_brackets
 from tm_guide.text.edits import Edited
 from tm_guide.text.normalized import restore
-from tm_guide.text.stutter import without_stutter
+from tm_guide.text.seams import set_seams
+from tm_guide.text.stutter import stutter_passes
 
 log = logging.getLogger(__name__)
 
@@ -169,13 +170,16 @@ class Bundle:
         order, each of the text the one before made: the source's characters that the target
         tokenizer's normalizer changed put back ("m2" -> "m²"), and those of `targets` (the TM
         targets that guided it: "..." -> "…"; tm_guide.text.normalized), then a word written
-        twice over written once (tm_guide.text.stutter), then, where `targets` guided it, a
-        bracket it left open closed as the source closes its own (tm_guide.text.brackets)."""
+        twice over written once (tm_guide.text.stutter, pass after pass), then, where `targets`
+        guided it, a bracket it left open closed as the source closes its own
+        (tm_guide.text.brackets) and the marks and hyphens at the seams of its gaps set right
+        (tm_guide.text.seams)."""
         restored = restore(source, translation, self._normalized, targets)
-        once = without_stutter(source, restored.text, targets)
+        once = stutter_passes(source, restored.text, targets)
         if not targets:
-            return restored, once
-        return restored, once, closed_brackets(source, once.text)
+            return restored, *once
+        closed = closed_brackets(source, once[-1].text)
+        return restored, *once, closed, set_seams(source, closed.text, targets)
 
     def _normalized(self, text: str) -> str:
         return str(self.target_sp.normalize(text)).replace(SENTENCEPIECE_SPACE, " ").strip()

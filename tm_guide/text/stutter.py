@@ -8,7 +8,8 @@ part twice ("Einrichtungsdialogdialog"), also joined by a linking "s" or "n"
 over (short ones it does: "die die"), so the repeats after the first go, unless the source
 repeats a word itself (a label written twice is translated twice) or, inside a word, the source
 or the memory writes it so. A section number whose last part is written twice ("8.2.2.2." for
-the source's "8.2.2.") is written as the source writes it.
+the source's "8.2.2.") is written as the source writes it, and a range whose first cell is
+written twice ("C2:C2:C6") as a range, where the source does not write it so.
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ _ANY_REPEAT = re.compile(r"(?<!\w)(\w+)(?:\s+|-)\1(?!\w)", re.IGNORECASE)
 _DOUBLED = re.compile(r"([^\W\d_]{4,})(\1+)", re.IGNORECASE)
 # a part of six letters or more, a linking element of up to three letters ("s", "n", "es"),
 # then the same part again ending the word, maybe with an ending ("Umgebungsumgebungen"); a
-# shorter part makes real words ("Karteikarte", "Festplattenplatz")
-_LINKED = re.compile(r"([^\W\d_]{6,})([^\W\d_]{1,3})(\1)(?=[^\W\d_]{0,3}(?!\w))", re.IGNORECASE)
+# shorter part makes real words ("Karteikarte", "Festplattenplatz"); a hyphen may join the two
+# ("Konfigurations-Konfiguration")
+_LINKED = re.compile(r"([^\W\d_]{6,})([^\W\d_]{1,3}-?)(\1)(?=[^\W\d_]{0,3}(?!\w))", re.IGNORECASE)
 # a word of four letters or more, then after whitespace or a hyphen the same with an ending of
 # one to three letters: two forms of one word ("Kopie kopieren", "Upload-Uploads"); a longer
 # tail makes another word ("Haus Hausmeister")
@@ -37,6 +39,25 @@ _TWO_FORMS = re.compile(
 )
 # a dotted number, then its own last part again ("8.2.2" + ".2"), maybe with a final dot
 _NUMBER_REPEAT = re.compile(r"(?<![\w.])((?:\d+\.)+(\d+))\.(\2)\.?(?![\w.])")
+# a cell reference, then the same again before the end of its range ("C2:C2:C6")
+_CELL_REPEAT = re.compile(r"(?<![\w$:])(\$?[A-Z]{1,3}\$?\d+:)\1(?=\$?[A-Z]{1,3}\$?\d+(?![\w:]))")
+
+
+# passes of without_stutter at most: a part written three times over across linking elements
+# ("Eingabeaufforderungsaufforderungsaufforderung") needs two, as matches do not overlap
+MAX_PASSES = 3
+
+
+def stutter_passes(source: str, translation: str, targets: Sequence[str] = ()) -> list[Edited]:
+    """without_stutter again on its own text until a pass changes nothing (at most MAX_PASSES),
+    each pass's edits of the text the one before made; at least one."""
+    passes = [without_stutter(source, translation, targets)]
+    while passes[-1].edits and len(passes) < MAX_PASSES:
+        again = without_stutter(source, passes[-1].text, targets)
+        if not again.edits:
+            break
+        passes.append(again)
+    return passes
 
 
 def without_stutter(source: str, translation: str, targets: Sequence[str] = ()) -> Edited:
@@ -52,12 +73,19 @@ def without_stutter(source: str, translation: str, targets: Sequence[str] = ()) 
         if not any(doubled in text.casefold() for text in (source, *targets)):
             edits.append((m.start(2), m.end(2), ""))
     for m in _LINKED.finditer(translation):
+        if _same_word_twice(translation, m):
+            continue  # "Tschüss-Tschüss": a repeated word, as the source may write it
         if not any(m.group().casefold() in text.casefold() for text in (source, *targets)):
             edits.append(_first_dropped(m))
     for m in _TWO_FORMS.finditer(translation):
         if not any(m.group().casefold() in text.casefold() for text in targets):
             edits.append(_first_dropped(m))
     edits += _numbers_once(source, translation)
+    edits += [
+        (m.start(), m.start() + len(m.group(1)), "")
+        for m in _CELL_REPEAT.finditer(translation)
+        if m.group() not in source
+    ]
     return edited(translation, edits)
 
 
@@ -72,6 +100,16 @@ def _numbers_once(source: str, translation: str) -> list[tuple[int, int, str]]:
         if written and not repeated:
             edits.append((m.start(), m.end(), written.group()))
     return edits
+
+
+def _same_word_twice(translation: str, m: re.Match[str]) -> bool:
+    """Whether a _LINKED match joined by a hyphen is one word written twice, the linking
+    element only the word's own end."""
+    if not m.group(2).endswith("-"):
+        return False
+    after = re.match(r"[^\W\d_]*", translation[m.start(3) :])
+    word = m.group(1) + m.group(2)[:-1]
+    return after is not None and after.group().casefold() == word.casefold()
 
 
 def _first_dropped(m: re.Match[str]) -> tuple[int, int, str]:

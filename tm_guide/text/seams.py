@@ -1,0 +1,69 @@
+"""Marks and hyphens that a memory-guided translation leaves at the seam of a gap, set right.
+
+A repair writes new words between the match's kept ones, and a guided search joins pieces of
+several targets, so a mark meant for what was there before can be left where nothing needs it:
+
+* a quotation mark that opens nothing: "Das Menü „ Bearbeiten eines Datenbankfensters." where
+  the match said "Das Menü Ansicht" and the source quotes nothing; it stands alone (a space
+  after it), nothing closes it after it and the source holds no quotation mark, so it goes;
+* a hyphen left hanging before a new word: "Hier einige Unix-Datei- Grundzeichen:". German
+  hangs a hyphen only before "und", "oder" and their like ("Datei- und Ordnernamen"); before
+  any other word the two are one compound, written with the hyphen joined
+  ("Unix-Datei-Grundzeichen");
+* a hyphen joining an inflected adjective to the kept part of a compound: "in
+  kompilierte-Sprachen" where the match's "Interpreter-Sprachen" lost its first part; German
+  joins no lower-case word ending in -e, -en, -er, -es or -em to a noun with a hyphen, so it
+  becomes a space ("kompilierte Sprachen"), unless the source or a target writes the word (a
+  name: "unstable-Veröffentlichung" where the source says "unstable").
+
+What the source or a TM target writes so is left as it is ("Ein- oder Ausblenden").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from tm_guide.text.edits import Edited, edited
+
+# quotation marks that open a quote in German or English text
+_QUOTES = "\"„“”«»‚‘’'"
+_OPENERS = '„“«»‚"'
+# an opening quotation mark with a space after it, where a word or the start is before it
+_LONE_OPENER = re.compile(rf"(?:(?<=\s)|^)([{re.escape(_OPENERS)}])\s+(?=\w)")
+# a word ending in a hyphen, a space, then the next word
+_HANGING = re.compile(r"(?<=\w)-[ \t]+(?=(\w+))")
+# the words a hyphen may hang before: the first part of a pair of compounds
+_COORDINATING = frozenset(
+    {"und", "oder", "bzw", "sowie", "als", "noch", "wie", "bis", "and", "or", "u", "o"}
+)
+# a lower-case word ending as an inflected adjective, a hyphen, then a noun
+_ADJECTIVE_JOINED = re.compile(r"(?<![\w-])([a-zäöüß]{2,}(?:e|en|er|es|em))-(?=[A-ZÄÖÜ][a-zäöüß])")
+
+
+def set_seams(source: str, translation: str, targets: Sequence[str]) -> Edited:
+    """`translation` with the marks and hyphens of its seams set right (see the module), where
+    neither `source` nor `targets` write them so."""
+    texts = (source, *targets)
+    edits: list[tuple[int, int, str]] = []
+    if not any(mark in source for mark in _QUOTES):
+        for m in _LONE_OPENER.finditer(translation):
+            if not any(mark in translation[m.end() :] for mark in _QUOTES):
+                edits.append((m.start(), m.end(), ""))
+    for m in _HANGING.finditer(translation):
+        if m.group(1).casefold() not in _COORDINATING and not _written(
+            translation, m.start(), m.end() + len(m.group(1)), texts
+        ):
+            edits.append((m.start() + 1, m.end(), ""))
+    for m in _ADJECTIVE_JOINED.finditer(translation):
+        word = m.group(1)
+        if not any(re.search(rf"(?<!\w){re.escape(word)}(?!\w)", text) for text in texts):
+            edits.append((m.end(1), m.end(), " "))
+    return edited(translation, edits)
+
+
+def _written(translation: str, start: int, end: int, texts: Sequence[str]) -> bool:
+    """Whether one of `texts` writes the words around translation[start:end] as it does."""
+    before = re.search(r"\w+$", translation[:start])
+    around = (before.group() if before else "") + translation[start:end]
+    return any(around in text for text in texts)
