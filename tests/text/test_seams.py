@@ -83,3 +83,14 @@ def test_offsets_after_a_seam_move_on() -> None:
     fixed = set_seams("x", "Das Menü „ Bearbeiten eines", ["y"])
     assert fixed.moved(11) == 9  # "Bearbeiten"
     assert fixed.moved(4) == 4  # "Menü"
+
+
+def test_a_period_before_a_names_ellipsis_goes_after_it() -> None:
+    # a repaired output of the help dev set
+    source = "Choose Insert - Text from File."
+    targets = ["Wählen Sie Einfügen – Text aus Datei…"]
+    assert set_seams(source, "Wählen Sie Einfügen – Text aus Datei.…", targets).text == (
+        "Wählen Sie Einfügen – Text aus Datei…."
+    )
+    assert set_seams(source, "Datei… und Datei….", targets).edits == ()
+    assert set_seams("x", "Text.…", ["Text.…"]).edits == ()

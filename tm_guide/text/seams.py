@@ -14,7 +14,11 @@ several targets, so a mark meant for what was there before can be left where not
   kompilierte-Sprachen" where the match's "Interpreter-Sprachen" lost its first part; German
   joins no lower-case word ending in -e, -en, -er, -es or -em to a noun with a hyphen, so it
   becomes a space ("kompilierte Sprachen"), unless the source or a target writes the word (a
-  name: "unstable-Veröffentlichung" where the source says "unstable").
+  name: "unstable-Veröffentlichung" where the source says "unstable");
+* a sentence's period written before the ellipsis a kept menu name ends in: "Wählen Sie
+  Einfügen – Text aus Datei.…" for "Choose Insert - Text from File." where the match wrote
+  "Datei…"; the ellipsis is the name's, the period the sentence's ("Datei….", as the help's
+  translations write it).
 
 What the source or a TM target writes so is left as it is ("Ein- oder Ausblenden").
 """
@@ -41,6 +45,10 @@ _COORDINATING = frozenset(
 _ADJECTIVE_JOINED = re.compile(r"(?<![\w-])([a-zäöüß]{2,}(?:e|en|er|es|em))-(?=[A-ZÄÖÜ][a-zäöüß])")
 
 
+# a period, then an ellipsis
+_PERIOD_ELLIPSIS = re.compile(r"\.…")
+
+
 def set_seams(source: str, translation: str, targets: Sequence[str]) -> Edited:
     """`translation` with the marks and hyphens of its seams set right (see the module), where
     neither `source` nor `targets` write them so."""
@@ -59,6 +67,8 @@ def set_seams(source: str, translation: str, targets: Sequence[str]) -> Edited:
         word = m.group(1)
         if not any(re.search(rf"(?<!\w){re.escape(word)}(?!\w)", text) for text in texts):
             edits.append((m.end(1), m.end(), " "))
+    if not any(".…" in text for text in texts):
+        edits += [(m.start(), m.end(), "….") for m in _PERIOD_ELLIPSIS.finditer(translation)]
     return edited(translation, edits)
 
 
