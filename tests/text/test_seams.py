@@ -47,7 +47,12 @@ def test_a_hyphen_hanging_before_a_new_word_joins_it(
 
 
 def test_a_hyphen_hanging_before_a_conjunction_stays() -> None:
-    for text in ("Datei- und Ordnernamen", "Ein- oder Ausblenden", "Groß- bzw. Kleinbuchstaben"):
+    for text in (
+        "Datei- und Ordnernamen",
+        "Ein- oder Ausblenden",
+        "Groß- bzw. Kleinbuchstaben",
+        "Export- respektive Importfilter",
+    ):
         assert set_seams("Files and folders", text, ["Dateien"]).edits == (), text
     # a memory that writes it so
     assert set_seams("x", "Debian- GNU", ["Das Debian- GNU-Projekt"]).edits == ()

@@ -39,7 +39,10 @@ _LONE_OPENER = re.compile(rf"(?:(?<=\s)|^)([{re.escape(_OPENERS)}])\s+(?=\w)")
 _HANGING = re.compile(r"(?<=\w)-[ \t]+(?=(\w+))")
 # the words a hyphen may hang before: the first part of a pair of compounds
 _COORDINATING = frozenset(
-    {"und", "oder", "bzw", "sowie", "als", "noch", "wie", "bis", "and", "or", "u", "o"}
+    {
+        *("und", "oder", "bzw", "beziehungsweise", "respektive", "sowie", "als", "noch", "wie"),
+        *("bis", "statt", "anstatt", "versus", "vs", "u", "o", "and", "or"),
+    }
 )
 # a lower-case word ending as an inflected adjective, a hyphen, then a noun
 _ADJECTIVE_JOINED = re.compile(r"(?<![\w-])([a-zäöüß]{2,}(?:e|en|er|es|em))-(?=[A-ZÄÖÜ][a-zäöüß])")
