@@ -68,6 +68,10 @@ def test_a_part_written_twice_inside_a_word_is_written_once() -> None:
         ("Karteikarte", "Karteikarte"),
         ("Festplattenplatz", "Festplattenplatz"),
         ("Tabellenzelle", "Tabellenzelle"),
+        # a word between two parts that end alike, a part of four letters twice (the help's
+        # own translations)
+        ("Beleuchtungsrichtung", "Beleuchtungsrichtung"),
+        ("Anzeigeeigenschaften", "Anzeigeeigenschaften"),
     ],
 )
 def test_a_part_written_twice_with_a_linking_element_is_written_once(
@@ -86,6 +90,9 @@ def test_of_two_forms_of_a_word_in_a_row_the_second_is_kept() -> None:
     assert without_stutter(source, "Kopie kopieren nach").text == "Kopieren nach"
     assert without_stutter(source, "NMUs gegenüber Upload-Uploads").text == "NMUs gegenüber Uploads"
     assert without_stutter(source, "den Abschnitt Abschnitte").text == "den Abschnitte"
+    assert without_stutter(source, "markiert werden soll sollen.").text == (
+        "markiert werden sollen."
+    )
     # another word, not a form of the first; a memory that writes the pair so
     assert without_stutter(source, "das Haus Hausmeister").edits == ()
     targets = ["Die Datei Dateien wird geöffnet."]
@@ -129,3 +136,15 @@ def test_a_part_written_three_times_over_is_written_once_in_passes() -> None:
     ]
     assert len(stutter_passes("x", "Sie auch auch ändern")) == 1
     assert stutter_passes("x", "nichts doppelt")[0].edits == ()
+
+
+def test_german_words_and_the_sources_names_are_not_two_forms() -> None:
+    # human translations of the Debian memories, which the rule once shortened
+    assert without_stutter("Are you sure that", "Sind Sie sich sicher, dass").edits == ()
+    assert without_stutter("Like apt-file list", "Wie apt-file list listet").edits == ()
+    source = "the init system systemd"
+    assert without_stutter(source, "das Init-System systemd").edits == ()
+    # a compound that starts with the word before it
+    assert (
+        without_stutter("Click Field type in the field", "Klicken Sie im Feld Feldtyp").edits == ()
+    )

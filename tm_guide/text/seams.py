@@ -6,15 +6,17 @@ several targets, so a mark meant for what was there before can be left where not
 * a quotation mark that opens nothing: "Das Menü „ Bearbeiten eines Datenbankfensters." where
   the match said "Das Menü Ansicht" and the source quotes nothing; it stands alone (a space
   after it), nothing closes it after it and the source holds no quotation mark, so it goes;
-* a hyphen left hanging before a new word: "Hier einige Unix-Datei- Grundzeichen:". German
-  hangs a hyphen only before "und", "oder" and their like ("Datei- und Ordnernamen"); before
-  any other word the two are one compound, written with the hyphen joined
-  ("Unix-Datei-Grundzeichen");
+* a hyphen left hanging before a new noun: "Hier einige Unix-Datei- Grundzeichen:". German
+  hangs a hyphen before "und", "oder" and their like ("Datei- und Ordnernamen") or a
+  preposition ("vom Quer- ins Hochformat"), lower-case words all; before a noun the two are
+  one compound, written with the hyphen joined ("Unix-Datei-Grundzeichen"). After a digit the
+  hyphen is a range's ("Seite 5; 10- druckt"), and stays;
 * a hyphen joining an inflected adjective to the kept part of a compound: "in
   kompilierte-Sprachen" where the match's "Interpreter-Sprachen" lost its first part; German
-  joins no lower-case word ending in -e, -en, -er, -es or -em to a noun with a hyphen, so it
-  becomes a space ("kompilierte Sprachen"), unless the source or a target writes the word (a
-  name: "unstable-Veröffentlichung" where the source says "unstable");
+  joins no participle or adjective (-te, -ige, -ische, -liche, -ene, inflected) to a noun with
+  a hyphen, so it becomes a space ("kompilierte Sprachen"), unless the source or a target
+  writes the word in any case (a name: "unstable-Veröffentlichung"). An English word so
+  joined is German technical writing ("nice-Prioritäten", "architecture-Wert") and stays;
 * a sentence's period written before the ellipsis a kept menu name ends in: "Wählen Sie
   Einfügen – Text aus Datei.…" for "Choose Insert - Text from File." where the match wrote
   "Datei…"; the ellipsis is the name's, the period the sentence's ("Datei….", as the help's
@@ -35,19 +37,12 @@ _QUOTES = "\"„“”«»‚‘’'"
 _OPENERS = '„“«»‚"'
 # an opening quotation mark with a space after it, where a word or the start is before it
 _LONE_OPENER = re.compile(rf"(?:(?<=\s)|^)([{re.escape(_OPENERS)}])\s+(?=\w)")
-# a word ending in a hyphen, a space, then the next word
-_HANGING = re.compile(r"(?<=\w)-[ \t]+(?=(\w+))")
-# the words a hyphen may hang before: the first part of a pair of compounds
-_COORDINATING = frozenset(
-    {
-        *("und", "oder", "bzw", "beziehungsweise", "respektive", "sowie", "als", "noch", "wie"),
-        *("bis", "statt", "anstatt", "versus", "vs", "u", "o", "and", "or"),
-    }
+# a word ending in a letter and a hyphen, a space, then a noun
+_HANGING = re.compile(r"(?<=[^\W\d_])-[ \t]+(?=([A-ZÄÖÜ]\w*))")
+# a lower-case participle or adjective, maybe inflected, a hyphen, then a noun
+_ADJECTIVE_JOINED = re.compile(
+    r"(?<![\w-])([a-zäöüß]{2,}(?:t|ig|isch|lich|en)e[nrsm]?)-(?=[A-ZÄÖÜ][a-zäöüß])"
 )
-# a lower-case word ending as an inflected adjective, a hyphen, then a noun
-_ADJECTIVE_JOINED = re.compile(r"(?<![\w-])([a-zäöüß]{2,}(?:e|en|er|es|em))-(?=[A-ZÄÖÜ][a-zäöüß])")
-
-
 # a period, then an ellipsis
 _PERIOD_ELLIPSIS = re.compile(r"\.…")
 
@@ -62,13 +57,13 @@ def set_seams(source: str, translation: str, targets: Sequence[str]) -> Edited:
             if not any(mark in translation[m.end() :] for mark in _QUOTES):
                 edits.append((m.start(), m.end(), ""))
     for m in _HANGING.finditer(translation):
-        if m.group(1).casefold() not in _COORDINATING and not _written(
-            translation, m.start(), m.end() + len(m.group(1)), texts
-        ):
+        if not _written(translation, m.start(), m.end() + len(m.group(1)), texts):
             edits.append((m.start() + 1, m.end(), ""))
     for m in _ADJECTIVE_JOINED.finditer(translation):
         word = m.group(1)
-        if not any(re.search(rf"(?<!\w){re.escape(word)}(?!\w)", text) for text in texts):
+        if not any(
+            re.search(rf"(?<!\w){re.escape(word)}(?!\w)", text, re.IGNORECASE) for text in texts
+        ):
             edits.append((m.end(1), m.end(), " "))
     if not any(".…" in text for text in texts):
         edits += [(m.start(), m.end(), "….") for m in _PERIOD_ELLIPSIS.finditer(translation)]

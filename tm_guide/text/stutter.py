@@ -23,20 +23,28 @@ from tm_guide.text.edits import Edited, edited
 # ("Makro-Makro"), as often
 _REPEATED = re.compile(r"(?<!\w)([^\W\d_]{4,})((?:(?:\s+|-)\1)+)(?!\w)", re.IGNORECASE)
 _ANY_REPEAT = re.compile(r"(?<!\w)(\w+)(?:\s+|-)\1(?!\w)", re.IGNORECASE)
-# four letters or more, then the same again inside a word ("Verzeichnisverzeichnis")
-_DOUBLED = re.compile(r"([^\W\d_]{4,})(\1+)", re.IGNORECASE)
-# a part of six letters or more, a linking element of up to three letters ("s", "n", "es"),
+# five letters or more, then the same again inside a word ("Verzeichnisverzeichnis"); four
+# make real words ("Anzeigeeigenschaften")
+_DOUBLED = re.compile(r"([^\W\d_]{5,})(\1+)", re.IGNORECASE)
+# a part of six letters or more, a linking element ("s", "n", "es", "en", "e", "er", "ens"),
 # then the same part again ending the word, maybe with an ending ("Umgebungsumgebungen"); a
-# shorter part makes real words ("Karteikarte", "Festplattenplatz"); a hyphen may join the two
+# shorter part makes real words ("Karteikarte", "Festplattenplatz"), and other letters between
+# the two are a word of their own ("Beleuchtungsrichtung"); a hyphen may join the two
 # ("Konfigurations-Konfiguration")
-_LINKED = re.compile(r"([^\W\d_]{6,})([^\W\d_]{1,3}-?)(\1)(?=[^\W\d_]{0,3}(?!\w))", re.IGNORECASE)
-# a word of four letters or more, then after whitespace or a hyphen the same with an ending of
-# one to three letters: two forms of one word ("Kopie kopieren", "Upload-Uploads"); a longer
-# tail makes another word ("Haus Hausmeister")
+_LINKED = re.compile(
+    r"([^\W\d_]{6,})((?:s|n|es|en|e|er|ens|ns)-?)(\1)(?=[^\W\d_]{0,3}(?!\w))", re.IGNORECASE
+)
+# a word of four letters or more, then after whitespace or a hyphen the same with an ending
+# (of a noun, a verb or an adjective): two forms of one word ("Kopie kopieren",
+# "Upload-Uploads", "soll sollen"); other tails make another word ("Haus Hausmeister", "im
+# Feld Feldtyp")
 _TWO_FORMS = re.compile(
-    r"(?<!\w)([^\W\d_]{4,})(?:(?:\s+|-)\1)*(\s+|-)(\1)(?=[^\W\d_]{1,3}(?!\w))",
+    r"(?<!\w)([^\W\d_]{4,})(?:(?:\s+|-)\1)*(\s+|-)(\1)"
+    r"(?=(e|n|s|en|er|es|em|et|st|te|ten|ter|tes|ren|ern|rn|ns)(?!\w))",
     re.IGNORECASE,
 )
+# short German words that another word starts with and may go before: "sich sicher"
+_NOT_A_FORM = frozenset({"sich"})
 # a dotted number, then its own last part again ("8.2.2" + ".2"), maybe with a final dot
 _NUMBER_REPEAT = re.compile(r"(?<![\w.])((?:\d+\.)+(\d+))\.(\2)\.?(?![\w.])")
 # a cell reference, then the same again before the end of its range ("C2:C2:C6")
@@ -64,7 +72,8 @@ def without_stutter(source: str, translation: str, targets: Sequence[str] = ()) 
     """`translation` with each run of a repeated word written once (its first), where `source`
     repeats no word itself; each part of a word written twice over inside it once, where
     neither `source` nor `targets` (the TM targets that guided it) writes it so; and of two
-    forms of one word in a row, the second, where no target writes them so."""
+    forms of one word in a row, the second, where no target writes them so and the source
+    writes neither (a name: "apt-file list listet")."""
     edits = []
     if not _ANY_REPEAT.search(source):
         edits += [(m.start(2), m.end(2), "") for m in _REPEATED.finditer(translation)]
@@ -78,6 +87,11 @@ def without_stutter(source: str, translation: str, targets: Sequence[str] = ()) 
         if not any(m.group().casefold() in text.casefold() for text in (source, *targets)):
             edits.append(_first_dropped(m))
     for m in _TWO_FORMS.finditer(translation):
+        second = m.group(3) + m.group(4)
+        if m.group(1).casefold() in _NOT_A_FORM or any(
+            re.search(rf"(?<!\w){re.escape(word)}(?!\w)", source) for word in (m.group(1), second)
+        ):
+            continue  # German's own pair, or a name of the source's ("Init-System systemd")
         if not any(m.group().casefold() in text.casefold() for text in targets):
             edits.append(_first_dropped(m))
     edits += _numbers_once(source, translation)
