@@ -22,6 +22,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from tm_guide.evaluation.testset import read_tsv  # noqa: E402
 from tm_guide.text.brackets import closed_brackets  # noqa: E402
 from tm_guide.text.edits import Edited  # noqa: E402
 from tm_guide.text.seams import set_seams  # noqa: E402
@@ -39,12 +40,10 @@ RULES: dict[str, Callable[[str, str], Edited]] = {
 
 def pairs(domain: str) -> list[tuple[str, str]]:
     """(source, target) of every line of the domain's TM, dev and test sets."""
-    out = []
+    out: list[tuple[str, str]] = []
     for name in ("tm.tsv", "dev.tsv", "test.tsv"):
-        for line in (DATA / domain / name).read_text(encoding="utf-8").splitlines():
-            fields = line.split("\t")
-            if len(fields) >= 2:
-                out.append((fields[0], fields[1]))
+        found = read_tsv(DATA / domain / name)
+        out += zip(found.sources, found.references, strict=True)
     return out
 
 

@@ -24,6 +24,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from tm_guide.text.edits import Edited, edited
+from tm_guide.text.words import occurs_as_word
 
 _WORDS = re.compile(r"[^ \t\r\n]+")
 # ASCII punctuation around a word, which the normalizer leaves as it is
@@ -51,7 +52,7 @@ def restore(
             wanted.setdefault(normal, word)
     edits = []
     for normal, original in wanted.items():
-        if _occurs_as_word(normal, source):
+        if occurs_as_word(normal, source):
             continue
         pattern = r"(?<!\w)" + re.escape(normal) + r"(?!\w)"
         edits += [(m.start(), m.end(), original) for m in re.finditer(pattern, translation)]
@@ -77,7 +78,3 @@ def _symbols(text: str, normalize: Callable[[str], str], texts: Sequence[str]) -
         if not any(normal in one for one in texts):
             symbols.setdefault(normal, char)
     return symbols
-
-
-def _occurs_as_word(text: str, source: str) -> bool:
-    return re.search(r"(?<!\w)" + re.escape(text) + r"(?!\w)", source) is not None

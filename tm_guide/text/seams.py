@@ -31,6 +31,7 @@ import re
 from collections.abc import Sequence
 
 from tm_guide.text.edits import Edited, edited
+from tm_guide.text.words import occurs_as_word
 
 # quotation marks that open a quote in German or English text
 _QUOTES = "\"„“”«»‚‘’'"
@@ -61,9 +62,7 @@ def set_seams(source: str, translation: str, targets: Sequence[str]) -> Edited:
             edits.append((m.start() + 1, m.end(), ""))
     for m in _ADJECTIVE_JOINED.finditer(translation):
         word = m.group(1)
-        if not any(
-            re.search(rf"(?<!\w){re.escape(word)}(?!\w)", text, re.IGNORECASE) for text in texts
-        ):
+        if not any(occurs_as_word(word, text, ignore_case=True) for text in texts):
             edits.append((m.end(1), m.end(), " "))
     if not any(".…" in text for text in texts):
         edits += [(m.start(), m.end(), "….") for m in _PERIOD_ELLIPSIS.finditer(translation)]

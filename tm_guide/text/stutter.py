@@ -18,6 +18,7 @@ import re
 from collections.abc import Sequence
 
 from tm_guide.text.edits import Edited, edited
+from tm_guide.text.words import occurs_as_word
 
 # a word of four letters or more, then the same word (any case) after whitespace or a hyphen
 # ("Makro-Makro"), as often
@@ -89,7 +90,7 @@ def without_stutter(source: str, translation: str, targets: Sequence[str] = ()) 
     for m in _TWO_FORMS.finditer(translation):
         second = m.group(3) + m.group(4)
         if m.group(1).casefold() in _NOT_A_FORM or any(
-            re.search(rf"(?<!\w){re.escape(word)}(?!\w)", source) for word in (m.group(1), second)
+            occurs_as_word(word, source) for word in (m.group(1), second)
         ):
             continue  # German's own pair, or a name of the source's ("Init-System systemd")
         if not any(m.group().casefold() in text.casefold() for text in targets):
