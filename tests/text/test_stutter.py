@@ -148,3 +148,30 @@ def test_german_words_and_the_sources_names_are_not_two_forms() -> None:
     assert (
         without_stutter("Click Field type in the field", "Klicken Sie im Feld Feldtyp").edits == ()
     )
+
+
+def test_a_name_echoed_garbled_after_a_hyphen_is_written_once() -> None:
+    """The Debian guides' dev set: the model wrote the name the source gives, then a hyphen
+    and the name again with a letter left out."""
+    source = "4.13.10. December 2008: Thiemo Seufer died"
+    fixed = without_stutter(source, "4.13.10. Dezember 2008: Thiemo Seufer-Sufer stirbt")
+    assert fixed.text == "4.13.10. Dezember 2008: Thiemo Seufer stirbt"
+
+
+@pytest.mark.parametrize(
+    ("source", "translation"),
+    [
+        # the second part is a word of its own, not the first with letters left out
+        ("Debian GNU/Linux", "Debian-GNU/Linux"),
+        ("the Seufer list", "Seufer-Liste"),
+        # the source does not write the first part as a word
+        ("December 2008: died", "Seufer-Sufer"),
+        # the source writes the echo, or a target the pair
+        ("Seufer and Sufer", "Seufer-Sufer"),
+    ],
+)
+def test_a_hyphened_pair_that_is_no_echo_stays(source: str, translation: str) -> None:
+    assert without_stutter(source, translation).text == translation
+    assert without_stutter("Thiemo Seufer", "Seufer-Sufer", ["die Seufer-Sufer"]).text == (
+        "Seufer-Sufer"
+    )

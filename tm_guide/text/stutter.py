@@ -46,6 +46,9 @@ _TWO_FORMS = re.compile(
 )
 # short German words that another word starts with and may go before: "sich sicher"
 _NOT_A_FORM = frozenset({"sich"})
+# a word, a hyphen and another word of letters ("Seufer-Sufer"): an echo where the second is
+# the first with letters left out (_is_echo)
+_HYPHENED = re.compile(r"(?<![\w-])([^\W\d_]{4,})-([^\W\d_]{3,})(?![\w-])")
 # a dotted number, then its own last part again ("8.2.2" + ".2"), maybe with a final dot
 _NUMBER_REPEAT = re.compile(r"(?<![\w.])((?:\d+\.)+(\d+))\.(\2)\.?(?![\w.])")
 # a cell reference, then the same again before the end of its range ("C2:C2:C6")
@@ -95,6 +98,11 @@ def without_stutter(source: str, translation: str, targets: Sequence[str] = ()) 
             continue  # German's own pair, or a name of the source's ("Init-System systemd")
         if not any(m.group().casefold() in text.casefold() for text in targets):
             edits.append(_first_dropped(m))
+    edits += [
+        (m.end(1), m.end(), "")
+        for m in _HYPHENED.finditer(translation)
+        if _is_echo(m.group(1), m.group(2), m.group(), source, targets)
+    ]
     edits += _numbers_once(source, translation)
     edits += [
         (m.start(), m.start() + len(m.group(1)), "")
@@ -102,6 +110,21 @@ def without_stutter(source: str, translation: str, targets: Sequence[str] = ()) 
         if m.group() not in source
     ]
     return edited(translation, edits)
+
+
+def _is_echo(word: str, echo: str, pair: str, source: str, targets: Sequence[str]) -> bool:
+    """Whether `echo` after `word` and a hyphen is the word written again, garbled: a name the
+    source writes ("Thiemo Seufer"), then the same with letters left out and its ending kept
+    ("Seufer-Sufer"), where neither the source nor a target writes the pair or the echo."""
+    shorter, longer = echo.casefold(), word.casefold()
+    if len(shorter) >= len(longer) or shorter[-2:] != longer[-2:]:
+        return False
+    letters = iter(longer)
+    if not all(letter in letters for letter in shorter):
+        return False  # not the word with letters left out
+    if not occurs_as_word(word, source) or occurs_as_word(echo, source, ignore_case=True):
+        return False
+    return not any(pair.casefold() in text.casefold() for text in (source, *targets))
 
 
 def _numbers_once(source: str, translation: str) -> list[tuple[int, int, str]]:
