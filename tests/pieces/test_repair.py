@@ -193,6 +193,20 @@ def test_bad_repair_options_are_refused(kwargs):
         RepairOptions(**kwargs)
 
 
+def test_a_character_spelt_in_bytes_is_that_character_not_a_word():
+    """The Debian manuals end each heading with a pilcrow, which the vocabulary spells in
+    bytes: "<0xC2><0xB6>" holds letters, and read as two words it made "5.14.2.1. Out-of-date¶"
+    and "5.14.2.5. Details¶" share 2 of 3 words, so the model wrote "Außer-date" into the
+    match's frame. A letter spelt in bytes is still a letter."""
+    pilcrow = ["<0xC2>", "<0xB6>"]
+    heading = ["\u25815", ".", "1", "4.2", ".", "1", ".", "\u2581Out", "-", "of", "-", "date"]
+    other = ["\u25815", ".", "1", "4.2", ".", "5", ".", "\u2581Details"]
+    assert word_similarity(heading + pilcrow, other + pilcrow) == 0.0
+    umlaut = ["\u2581Gr", "<0xC3>", "<0xB6>", "\u00df", "e"]  # "Größe", its ö in bytes
+    assert word_similarity([*umlaut, "\u2581ändern"], umlaut) == pytest.approx(1 / 2)
+    assert word_similarity([*umlaut, "\u2581ändern"], ["\u2581Größe"]) == pytest.approx(1 / 2)
+
+
 def test_repair_applies_from_its_threshold_and_never_without_one():
     assert RepairOptions(0.7).applies(0.7) and not RepairOptions(0.7).applies(0.69)
     assert not RepairOptions().applies(1.0)

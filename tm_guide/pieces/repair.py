@@ -143,11 +143,32 @@ def word_similarity(query: Sequence[str], tm_source: Sequence[str]) -> float:
 
 
 def _letter_words(tokens: Sequence[str]) -> list[str]:
+    tokens = _bytes_decoded(tokens)
     if any(SENTENCEPIECE_SPACE in token for token in tokens):
         text = "".join(tokens).replace(SENTENCEPIECE_SPACE, " ")
     else:
         text = " ".join(tokens)
     return [word.casefold() for word in _WORD.findall(text) if any(c.isalpha() for c in word)]
+
+
+def _bytes_decoded(tokens: Sequence[str]) -> list[str]:
+    """`tokens` with each run of byte-fallback pieces turned into the characters it spells: the
+    spelling "<0xC2>" holds letters, and a heading's pilcrow ("¶" is <0xC2><0xB6>) would count
+    as two words that every heading shares."""
+    decoded: list[str] = []
+    pending = bytearray()
+    for token in tokens:
+        value = byte_value(token)
+        if value is not None:
+            pending.append(value)
+            continue
+        if pending:
+            decoded.append(pending.decode("utf-8", "replace"))
+            pending.clear()
+        decoded.append(token)
+    if pending:
+        decoded.append(pending.decode("utf-8", "replace"))
+    return decoded
 
 
 def continuation_mask(vocabulary: Sequence[str]) -> np.ndarray:
