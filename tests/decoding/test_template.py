@@ -176,6 +176,22 @@ def test_a_spent_gap_still_lets_a_character_be_finished():
     assert set(np.flatnonzero(np.isfinite(row)).tolist()) == {6, 8}
 
 
+def test_after_a_kept_lead_byte_only_the_characters_own_next_byte_may_come():
+    """ "¶" is <0xC2> <0xB6>, both kept. A free continuation byte after the kept lead byte
+    ("©" is <0xC2> <0xA9>) finished the character, leaving the kept <0xB6> a stray byte that
+    no valid UTF-8 way on allows: the heading's search died with every hypothesis in it."""
+    continues = np.zeros(10, dtype=np.uint8)
+    continues[[6, 7, 8]] = WORD, CHARACTER, CHARACTER  # 6 a lead byte, 7 and 8 continuations
+    template = TargetTemplate((5, 6, 7), (0, 2, 0, 0), continues, overrun=1)
+    state = template.advance(template.advance(template.advance(START, 5), 9), 6)
+    assert state == (2, 0)
+    row = np.zeros(10, dtype=np.float32)
+    template.mask(state, row, END)
+    assert np.isfinite(row).tolist() == [i == 7 for i in range(10)]
+    mask = template.row_mask(state, END)
+    assert mask.classes == 0 and mask.allow == (7,)
+
+
 def test_a_gap_owed_words_must_hold_one_before_the_template_goes_on():
     template = TargetTemplate((5, 6), (0, 2, 2), least=(0, 1, 1))
     state = template.advance(START, 5)

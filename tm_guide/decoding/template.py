@@ -22,7 +22,10 @@ current gap. On the next token u:
   `overrun` more tokens and moves to (k, g + 1): a gap is sized in tokens, a word is not, and
   cutting the model off mid-word writes "den s." where it meant "den Start."; past that, a
   byte piece that continues a character (`continues` code CHARACTER) is still allowed, since a
-  gap that ends inside a character leaves no valid UTF-8 way on (tm_guide.decoding.utf8);
+  gap that ends inside a character leaves no valid UTF-8 way on (tm_guide.decoding.utf8); but
+  with no free token in the gap (g = 0) only the template's next token is: after a kept lead
+  byte it is the character's own next byte ("¶" is <0xC2> <0xB6>), and a free one there ("©")
+  would leave the kept byte a stray that no UTF-8 way on allows;
 * where the rule makes the model write on after a free token (a gap that still owes a token,
   or a spent gap's overrun), a token that continues a word is allowed only while the model
   gives the tokens that do not start a word at least the probability of those that do
@@ -221,8 +224,8 @@ class TargetTemplate:
                 classes |= 1 << OPEN_WORD
             return RowMask(classes, tuple(deny), (), end_id)
         allowed = self.tokens[k] if k < len(self.tokens) else end_id
-        if self.continues is None:
-            classes = 0
+        if self.continues is None or g == 0:
+            classes = 0  # right after a template token only the next one: it ends its character
         elif self.finishing_word(state):
             classes = (ALL_CLASSES & ~(1 << WORD_START)) | (1 << OPEN_WORD)
         else:
@@ -234,7 +237,7 @@ class TargetTemplate:
         still owes one, or its overrun finishes a word), so that a token continuing the word
         is allowed only while the model holds the word open (OPEN_WORD)."""
         k, g = state
-        if self.continues is None or g == 0:
+        if self.continues is None:
             return False
         return g < self.least_at(k) if g < self.gaps[k] else self.finishing_word(state)
 

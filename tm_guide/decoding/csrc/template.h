@@ -115,7 +115,7 @@ class Template {
       return out;
     }
     out.allow.push_back(place.k < size ? tokens_[place.k] : end_id);
-    if (continues_.empty())
+    if (continues_.empty() || place.g == 0)
       out.classes = 0;
     else if (finishing_word(place))
       out.classes = (kAllClasses & ~(1 << kWordStart)) | (1 << kOpenWord);
@@ -145,7 +145,7 @@ class Template {
     }
     const int allowed = place.k < size ? tokens_[place.k] : end_id;
     const float kept = row[allowed];
-    if (continues_.empty()) {
+    if (continues_.empty() || place.g == 0) {  // after a template token only the next one
       for (int i = 0; i < vocab; ++i) row[i] = dead;
     } else if (finishing_word(place)) {
       for (int i = 0; i < vocab; ++i)
