@@ -8,7 +8,13 @@ from hypothesis import strategies as st
 
 from tm_guide.errors import InvalidInput
 from tm_guide.pieces.collect import AlignedPair, collect_ngrams, compare
-from tm_guide.pieces.repair import RepairOptions, match_template, word_similarity
+from tm_guide.pieces.repair import (
+    MatchTemplate,
+    RepairOptions,
+    match_template,
+    without_edge_marks,
+    word_similarity,
+)
 from tm_guide.pieces.words import word_starts
 
 from .test_algorithm1 import WORDS, aligned_pairs
@@ -226,3 +232,35 @@ def test_a_match_that_shares_only_numbers_and_punctuation_is_not_repaired():
     options = RepairOptions(0.5)
     assert options.applies(0.5) and options.shares(0.3) and not options.shares(0.29)
     assert RepairOptions(0.5, words=0.0).shares(0.0)
+
+
+def test_a_template_loses_the_edge_marks_it_kept_and_its_gaps_there_join():
+    """ "4.6. Das Debian-Archiv¶" kept with a gap of 2 before the pilcrow: read without the
+    pilcrow, the model would fill that gap where it means to end."""
+    pilcrow = frozenset({"<0xC2>", "<0xB6>"})
+    kept = ("\u25814", ".", "6", ".", "\u2581Das", "\u2581Debian", "-", "Archiv")
+    template = MatchTemplate(
+        tokens=(*kept, "<0xC2>", "<0xB6>"),
+        gaps=(0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 1),
+        positions=tuple(range(10)),
+        segment_id=7,
+        similarity=0.9,
+        least=(0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0),
+    )
+    cut = without_edge_marks(template, pilcrow)
+    assert cut is not None and cut.tokens == kept and cut.positions == tuple(range(8))
+    assert cut.gaps == (0, 0, 0, 0, 0, 0, 0, 0, 3) and cut.least == (0,) * 8 + (1,)
+    # at the start, with the space piece before the mark's bytes; a middle one stays
+    arrow = ("\u2581", "<0xF0>", "<0x9F>", "<0xA1>", "<0x86>")
+    marks = frozenset(arrow[1:])
+    led = MatchTemplate(
+        (*arrow, "\u2581Weiter", *arrow[1:], "!"), (1,) * 12, tuple(range(11)), 3, 0.8
+    )
+    cut = without_edge_marks(led, marks)
+    assert cut is not None and cut.tokens == ("\u2581Weiter", *arrow[1:], "!")
+    assert cut.gaps == (6, 1, 1, 1, 1, 1, 1) and cut.positions == tuple(range(5, 11))
+    assert without_edge_marks(template, frozenset({"<0xE2>"})) is template  # none to cut
+    assert (
+        without_edge_marks(MatchTemplate(("<0xC2>", "<0xB6>"), (0, 0, 0), (0, 1), 1, 1.0), pilcrow)
+        is None
+    )

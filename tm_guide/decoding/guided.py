@@ -13,6 +13,7 @@ import math
 import threading
 import time
 from collections.abc import Sequence
+from copy import copy
 from dataclasses import dataclass, field, replace
 from difflib import SequenceMatcher
 from typing import Any
@@ -43,7 +44,7 @@ from tm_guide.decoding.utf8 import Utf8Rule, byte_ids
 from tm_guide.errors import InvalidInput, ModelError
 from tm_guide.pieces.builder import PieceOptions
 from tm_guide.pieces.choice import Candidate, Choice, ChoiceOptions, choose
-from tm_guide.pieces.repair import continuation_mask
+from tm_guide.pieces.repair import continuation_mask, without_edge_marks
 from tm_guide.text.edits import Edited
 
 __all__ = [
@@ -211,6 +212,9 @@ class PreparedSentence:
     timings: dict[str, float]  # seconds: retrieval, pieces
     # the other candidates of a close match (TranslateOptions.choice); the native search too
     alternatives: tuple[Alternative, ...] = ()
+    # what the model reads where it is not `tokens`: the sentence without the marks at its
+    # edges that it cannot read (Bundle.edges; its translation gets them back)
+    decoded: list[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -378,6 +382,12 @@ class GuidedTranslator:
             spent = clock() - started
             retrieval = found.timings.get("retrieval", 0.0) if found is not None else 0.0
             timings = {"retrieval": retrieval, "pieces": max(spent - retrieval, 0.0)}
+            edges = self.bundle.edges(sentence)
+            marks = self.bundle.mark_pieces(edges) if edges.cut else frozenset()
+            if marks and found is not None and found.template is not None:
+                # the model reads the sentence without its edge marks: so does its template
+                found = copy(found)
+                found.template = without_edge_marks(found.template, marks)
             template = None  # lambda 0 is the model alone: native search, no repair either
             if found is not None and found.template is not None and options.search.lam > 0:
                 template = TargetTemplate.from_tokens(
@@ -389,15 +399,21 @@ class GuidedTranslator:
                     found.template.lookahead,
                     found.template.least,
                 )
+            decoded = self.bundle.encode_source(edges.core) if edges.cut else None
             reward = None
             if found and options.search.lam > 0:
+                ngrams = found.ngrams
+                if marks:  # pieces that write the marks put them where the model likes
+                    ngrams = {g: v for g, v in ngrams.items() if marks.isdisjoint(g)}
                 reward = PieceReward.from_tokens(
-                    found.ngrams, self.token_to_id, limits=found.limits or None
+                    ngrams, self.token_to_id, limits=found.limits or None
                 )
             reward = reward or None
             alternatives = self._alternatives(found, reward, template, options)
             prepared.append(
-                PreparedSentence(sentence, tokens, found, reward, template, timings, alternatives)
+                PreparedSentence(
+                    sentence, tokens, found, reward, template, timings, alternatives, decoded
+                )
             )
         return prepared
 
@@ -478,7 +494,7 @@ class GuidedTranslator:
             source_lang=source_lang,
             prefix=list(prefix),
             prefix_ids=[self.token_to_id[t] for t in prefix],
-            sources=[p.tokens for p in prepared],
+            sources=[p.tokens if p.decoded is None else p.decoded for p in prepared],
             # The model's position table bounds the output; CTranslate2 fails the batch past it.
             search=replace(search, max_length=self.bundle.decoding_length(search.max_length)),
         )

@@ -34,7 +34,9 @@ from tm_guide.model.card import (
 from tm_guide.model.language_tokens import token_for
 from tm_guide.model.positions import NO_LIMITS, PositionLimits, read_position_limits
 from tm_guide.pieces.tokenizer import SENTENCEPIECE_SPACE
+from tm_guide.pieces.words import byte_value
 from tm_guide.text.brackets import closed_brackets
+from tm_guide.text.edges import Edges, edges_of, is_mark, with_edges
 from tm_guide.text.edits import Edited
 from tm_guide.text.normalized import restore
 from tm_guide.text.seams import set_seams
@@ -80,6 +82,7 @@ class Bundle:
         self.eos_token = eos_token  # the model's end-of-sentence token (config.json)
         self.positions = positions  # longest source/target sequences the model can encode
         self._language_tokens: dict[str, str] = {}  # tag -> token, as token_for found it
+        self._spelt: dict[str, bool] = {}  # a mark -> whether the source vocabulary has a piece
 
     @classmethod
     def load(
@@ -173,13 +176,36 @@ class Bundle:
         twice over written once (tm_guide.text.stutter, pass after pass), then, where `targets`
         guided it, a bracket it left open closed as the source closes its own
         (tm_guide.text.brackets) and the marks and hyphens at the seams of its gaps set right
-        (tm_guide.text.seams)."""
+        (tm_guide.text.seams); last, the marks at the source's edges that the model did not
+        read put back (tm_guide.text.edges)."""
         restored = restore(source, translation, self._normalized, targets)
         once = stutter_passes(source, restored.text, targets)
-        if not targets:
-            return restored, *once
-        closed = closed_brackets(source, once[-1].text)
-        return restored, *once, closed, set_seams(source, closed.text, targets)
+        steps: tuple[Edited, ...] = (restored, *once)
+        if targets:
+            closed = closed_brackets(source, once[-1].text)
+            steps += (closed, set_seams(source, closed.text, targets))
+        return *steps, with_edges(self.edges(source), steps[-1].text)
+
+    def edges(self, text: str) -> Edges:
+        """`text` cut at the marks at its edges that the source vocabulary spells only in byte
+        pieces (tm_guide.text.edges): the model translates the core, set_right puts them back."""
+        return edges_of(text, self._unreadable)
+
+    def mark_pieces(self, edges: Edges) -> frozenset[str]:
+        """The byte pieces that spell the marks of `edges` in the target vocabulary."""
+        marks = self.encode_target(edges.lead + edges.trail)
+        return frozenset(p for p in marks if byte_value(p) is not None)
+
+    def _unreadable(self, character: str) -> bool:
+        if not is_mark(character):
+            return False
+        spelt = self._spelt.get(character)
+        if spelt is None:
+            encoded = self.source_sp.encode(character, out_type=str)
+            pieces = [p for p in encoded if p != SENTENCEPIECE_SPACE]
+            spelt = not pieces or any(byte_value(p) is None for p in pieces)
+            self._spelt[character] = spelt
+        return not spelt
 
     def _normalized(self, text: str) -> str:
         return str(self.target_sp.normalize(text)).replace(SENTENCEPIECE_SPACE, " ").strip()

@@ -69,7 +69,9 @@ def translate_stream(
 
 
 def _translate_window(bundle: Bundle, lines: list[str], options: UnguidedOptions) -> list[str]:
-    encoded = [bundle.encode_source(line) for line in lines]
+    # the model reads each line without the marks at its edges it cannot read; set_right puts
+    # them back (tm_guide.text.edges)
+    encoded = [bundle.encode_source(bundle.edges(line).core) for line in lines]
     results: list[str] = [""] * len(lines)
     source_lang, target_lang = options.languages or (None, None)
     inputs = [bundle.source_input(pieces, source_lang) if pieces else [] for pieces in encoded]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -132,6 +132,42 @@ class MatchTemplate:
     # there), none where words were only dropped (empty: none anywhere)
     least: tuple[int, ...] = ()
     word_rules: bool = True
+
+
+def without_edge_marks(template: MatchTemplate, marks: frozenset[str]) -> MatchTemplate | None:
+    """`template` without the kept tokens at either end that spell `marks` (byte pieces, with
+    a space piece beside them): the model translates a sentence without the marks at its edges
+    that it cannot read (tm_guide.text.edges), and a template that kept the match's own would
+    make it write them, and fill the gap before them, where it means to end. The gaps at a cut
+    end are joined. None where nothing else is kept."""
+
+    def cut(tokens: Sequence[str]) -> int:
+        n = 0
+        while n < len(tokens) and (tokens[n] in marks or tokens[n] == SENTENCEPIECE_SPACE):
+            n += 1
+        return n if any(token in marks for token in tokens[:n]) else 0
+
+    tokens = template.tokens
+    head = cut(tokens)
+    tail = cut(tokens[::-1]) if head < len(tokens) else 0
+    if not head and not tail:
+        return template
+    end = len(tokens) - tail
+    if head >= end:
+        return None
+
+    def joined(values: tuple[int, ...]) -> tuple[int, ...]:
+        if not values:
+            return values
+        return (sum(values[: head + 1]), *values[head + 1 : end], sum(values[end:]))
+
+    return replace(
+        template,
+        tokens=tokens[head:end],
+        gaps=joined(template.gaps),
+        positions=template.positions[head:end],
+        least=joined(template.least),
+    )
 
 
 def word_similarity(query: Sequence[str], tm_source: Sequence[str]) -> float:
