@@ -152,7 +152,7 @@ def test_a_changed_number_is_changed_in_the_match_as_its_target_writes_it(bundle
 
 
 @pytest.mark.parametrize(
-    ("source", "target", "query", "other", "copied"),
+    ("source", "target", "query", "other", "copied", "taken"),
     [
         # COUNTA -> AVERAGEA: no rule derives the German name
         (
@@ -161,6 +161,7 @@ def test_a_changed_number_is_changed_in_the_match_as_its_target_writes_it(bundle
             "AVERAGEA(Value 1)",
             ("AVERAGEA", "MITTELWERTA"),
             "AVERAGEA(Wert 1)",
+            "MITTELWERTA(Wert 1)",
         ),
         # an affix added: the match cannot say what the new name is in German
         (
@@ -169,26 +170,37 @@ def test_a_changed_number_is_changed_in_the_match_as_its_target_writes_it(bundle
             "Use ISOWEEKNUM here.",
             ("ISOWEEKNUM", "ISOKALENDERWOCHE"),
             "Verwenden Sie hier ISOWEEKNUM.",
+            "Verwenden Sie hier ISOKALENDERWOCHE.",
         ),
     ],
 )
-def test_a_new_name_nothing_retrieved_holds_is_copied_whole(
+def test_a_new_name_is_taken_from_the_pair_that_holds_it_or_copied_whole(
     bundle: Bundle,
     source: str,
     target: str,
     query: str,
     other: tuple[str, str],
     copied: str,
+    taken: str,
 ) -> None:
     """Where no retrieved source holds the input's new name, it is copied into the match;
-    where another one does, the model is left to write it from that match's pieces."""
+    where another one does, its target's word at that place is taken; where two say
+    different things, the model is left to write it from their pieces."""
     pair = _pair(bundle, source, target, [])
     encoded = bundle.encode_source(query)
     encode = bundle.encode_source, bundle.encode_target
-    [alone] = absorb_code_words(encoded, [pair], *encode)
-    assert "".join(alone.target).replace("\u2581", " ").strip() == copied
-    holder = _pair(bundle, *other, [])
-    assert absorb_code_words(encoded, [pair, holder], *encode)[0] is pair
+
+    def absorbed(*others: tuple[str, str]) -> AlignedPair:
+        holders = [_pair(bundle, *o, []) for o in others]
+        return absorb_code_words(encoded, [pair, *holders], *encode)[0]
+
+    def text(found: AlignedPair) -> str:
+        return "".join(found.target).replace("\u2581", " ").strip()
+
+    assert text(absorbed()) == copied
+    assert text(absorbed(other)) == taken
+    assert text(absorbed(other, other)) == taken  # two that agree
+    assert absorbed(other, (other[0], "ANDERS")) is pair
 
 
 @pytest.mark.parametrize(

@@ -23,7 +23,7 @@ from typing import Any
 
 from tm_guide.errors import InvalidInput
 from tm_guide.pieces.align import MemoryAligner
-from tm_guide.pieces.code_words import absorb_code_words
+from tm_guide.pieces.code_words import absorb_code_words, missing_code_words
 from tm_guide.pieces.collect import (
     AlignedPair,
     PieceTable,
@@ -43,6 +43,10 @@ MAX_RETRIEVAL = 100
 Ngram = tuple[str, ...]
 
 
+# pairs retrieved for each code word looked up alone (PieceOptions.code_word_lookups)
+CODE_WORD_HITS = 5
+
+
 @dataclass(frozen=True)
 class PieceOptions:
     """m: TM pairs retrieved (1..100); min_similarity: pairs below this eq. 9 similarity are
@@ -58,7 +62,10 @@ class PieceOptions:
     subword pieces the paper's rule rewards the pieces of a changed word that are aligned to
     unchanged source tokens, "ass ist enten" of "Funktionsassistenten" when "Function Wizard"
     becomes "Connection Type Wizard", and the model writes them into its new word
-    ("Verbindungsistenten")."""
+    ("Verbindungsistenten");
+    code_word_lookups: how many of the input's identifiers and names that no retrieved source
+    holds are looked up alone in the memory, for what its targets call them
+    (tm_guide.pieces.code_words; 0: none)."""
 
     m: int = 10
     min_similarity: float = 0.0
@@ -68,10 +75,13 @@ class PieceOptions:
     weighting: PieceWeighting = field(default_factory=PieceWeighting)
     repair: RepairOptions = field(default_factory=RepairOptions)
     whole_words: bool = True
+    code_word_lookups: int = 3
 
     def __post_init__(self) -> None:
         if not 1 <= self.m <= MAX_RETRIEVAL:
             raise InvalidInput(f"m must be between 1 and {MAX_RETRIEVAL}, not {self.m}", field="m")
+        if self.code_word_lookups < 0:
+            raise InvalidInput("code_word_lookups must be >= 0", field="code_word_lookups")
         if not 0.0 <= self.min_similarity <= 1.0:
             raise InvalidInput(
                 f"min_similarity must be between 0 and 1, not {self.min_similarity}",
@@ -155,7 +165,11 @@ class PieceBuilder:
         # the matches with the code words the input changes changed too (code_words.py): what
         # their pieces and the repair work from; the matches as stored are what is reported
         absorbed = absorb_code_words(
-            tokens, pairs, self.tokenizer.encode_source, self.tokenizer.encode_target
+            tokens,
+            pairs,
+            self.tokenizer.encode_source,
+            self.tokenizer.encode_target,
+            self._references(tokens, pairs, hits, memory_ids, options),
         )
         taken = [
             comparison if new is pair else compare(tokens, new.source)
@@ -205,6 +219,29 @@ class PieceBuilder:
             "total": collected - started,
         }
         return result
+
+    def _references(
+        self,
+        tokens: Sequence[str],
+        pairs: Sequence[AlignedPair],
+        hits: Sequence[Any],
+        memory_ids: Sequence[int],
+        options: PieceOptions,
+    ) -> list[AlignedPair]:
+        """The pairs that say what a memory calls the input's identifiers and names that no
+        retrieved source holds: each looked up alone ("FLOOR", which a sentence on FLOOR.MATH
+        retrieved only CEILING's pairs for; the help's page on FLOOR says "UNTERGRENZE")."""
+        if not pairs or not options.code_word_lookups:
+            return []
+        missing = missing_code_words(tokens, pairs)[: options.code_word_lookups]
+        seen = {hit.segment.id for hit in hits}
+        segments = []
+        for word in missing:
+            for hit in self.store.search(list(memory_ids), word, limit=CODE_WORD_HITS):
+                if hit.segment.id not in seen:
+                    seen.add(hit.segment.id)
+                    segments.append(hit.segment)
+        return self._aligned_pairs(segments) if segments else []
 
     def _aligned_pairs(self, segments: Sequence[Any]) -> list[AlignedPair]:
         """Parsed pairs for the retrieved segments; segments without a current alignment (new, or

@@ -17,10 +17,13 @@ takes its pieces.
 - A translated one loses what the source lost, when the target holds the same affix:
   AVERAGEIFS -> AVERAGEIF makes MITTELWERTWENNS MITTELWERTWENN, WEEKNUM_OOO -> WEEKNUM makes
   KALENDERWOCHE_OOO KALENDERWOCHE.
-- Any other change (an affix added, a word replaced) is left to the repair and the model where
-  another retrieved match holds the new word: what the target language calls ISOWEEKNUM is not
-  in this match, but the memory may hold it elsewhere ("ISOWEEKNUM" -> "ISOKALENDERWOCHE"), and
-  its pieces guide the model to it. Where none does, the input's word is copied whole.
+- An identifier or a name replaced by another that a retrieved pair's source holds takes what
+  that pair's target writes at its place, where every such pair writes the same: asked for
+  `=ARABIC("MMII")` with a match on `=VALUE("1234")`, the demo model kept "ARABIC"; the help's
+  pair on ARABIC says "ARABISCH". Where such pairs disagree, or none says, the change is left
+  to the repair and the model, which the pieces of a pair holding the new word guide
+  ("ISOWEEKNUM" -> "ISOKALENDERWOCHE"). Where no retrieved source holds it, the input's word
+  is copied whole.
 
 The pair's tokens are encoded again from the edited text, and each new token takes the word
 alignment of the old tokens it covers, so the rest of the match is aligned as before.
@@ -53,6 +56,9 @@ _SEPARATORS = ".,"
 # the kinds of code word copied whole where no rule derives the new one (a path or a name the
 # target writes otherwise is the translator's own)
 _COPIED = ("identifier", "number")
+# the kinds of code word that another retrieved pair may say the translation of: identifiers
+# (a function name in capitals, a snake_case name) and names; a number or a path is the source's
+_TRANSLATED = ("identifier", "name")
 # the kinds whose words are counted together to find a word's translation by its place
 _PLACES = {"path": "path", "name": "name", "identifier": "code", "number": "code"}
 # a piece that stands for something other than its characters: a byte, </s>, a language token
@@ -69,11 +75,24 @@ class _Word:
     kind: str  # "path", "name", "number" or "identifier": only words of one kind pair up
 
 
+def missing_code_words(query: Sequence[str], pairs: Sequence[AlignedPair]) -> list[str]:
+    """The identifiers and names of `query` (tokens) that no source of `pairs` holds, in
+    order, each once: the words whose translation a memory may hold in pairs that were not
+    retrieved for the sentence as a whole (PieceBuilder looks them up alone)."""
+    held = {w.text for pair in pairs for w in _code_words("".join(pair.source))}
+    missing: list[str] = []
+    for word in _code_words("".join(query)):
+        if word.kind in _TRANSLATED and word.text not in held and word.text not in missing:
+            missing.append(word.text)
+    return missing
+
+
 def absorb_code_words(
     query: Sequence[str],
     pairs: Sequence[AlignedPair],
     encode_source: Callable[[str], list[str]],
     encode_target: Callable[[str], list[str]],
+    references: Sequence[AlignedPair] = (),
 ) -> list[AlignedPair]:
     """Each retrieved pair with the code words of its source that `query` (tokens) changes
     changed on both sides; a pair itself where there are none, or where its edited text does not
@@ -81,23 +100,47 @@ def absorb_code_words(
 
     A new word that no rule derives is copied whole into a target only where none of the
     retrieved sources holds it: nothing retrieved says what the target language calls it, and a
-    copied word reads better than a made-up one ("AVERA(" for AVERAGEA)."""
+    copied word reads better than a made-up one ("AVERA(" for AVERAGEA). `references`: more
+    pairs of the memory that only say what their targets call their code words (pairs looked
+    up for a new word: missing_code_words)."""
     query_words = _code_words("".join(query))
     if not query_words:
         return list(pairs)
     source_words = [_code_words("".join(pair.source)) for pair in pairs]
-    known = frozenset(w.text for words in source_words for w in words)
+    known = _translations(
+        [*pairs, *references],
+        source_words + [_code_words("".join(pair.source)) for pair in references],
+    )
     return [
         _absorbed(query_words, pair, words, known, encode_source, encode_target)
         for pair, words in zip(pairs, source_words, strict=True)
     ]
 
 
+def _translations(
+    pairs: Sequence[AlignedPair], source_words: list[list[_Word]]
+) -> dict[str, str | None]:
+    """Each code word of the retrieved sources, with what their targets write for it at its
+    place (_target_of): the one translation where every pair that says gives the same, None
+    where they differ or none says ("FLOOR" -> "UNTERGRENZE" from the help's page on FLOOR,
+    for a match on CEILING)."""
+    found: dict[str, set[str]] = {}
+    for pair, words in zip(pairs, source_words, strict=True):
+        target_words = _code_words("".join(pair.target)) if words else []
+        for k, word in enumerate(words):
+            said = found.setdefault(word.text, set())
+            if word.kind in _TRANSLATED:
+                translation = _target_of(k, words, target_words)
+                if translation is not None and translation.kind in _TRANSLATED:
+                    said.add(translation.text)
+    return {word: next(iter(said)) if len(said) == 1 else None for word, said in found.items()}
+
+
 def _absorbed(
     query_words: list[_Word],
     pair: AlignedPair,
     source_words: list[_Word],
-    known: frozenset[str],
+    known: dict[str, str | None],
     encode_source: Callable[[str], list[str]],
     encode_target: Callable[[str], list[str]],
 ) -> AlignedPair:
@@ -117,6 +160,8 @@ def _absorbed(
         if translation is None:
             continue
         changed = transferred(old.text, new, translation.text)
+        if changed is None and old.kind in _TRANSLATED and translation.kind in _TRANSLATED:
+            changed = known.get(new)  # as another retrieved pair translates it
         if changed is None and new not in known and old.kind in _COPIED:
             changed = new
         if changed is None:
