@@ -201,6 +201,11 @@ def test_a_new_name_is_taken_from_the_pair_that_holds_it_or_copied_whole(
     assert text(absorbed(other)) == taken
     assert text(absorbed(other, other)) == taken  # two that agree
     assert absorbed(other, (other[0], "ANDERS")) is pair
+    # pairs looked up for the word alone only say what it is called: where they disagree,
+    # nothing retrieved holds it, and it is copied as before
+    looked_up = [_pair(bundle, *o, []) for o in (other, (other[0], "ANDERS"))]
+    assert text(absorb_code_words(encoded, [pair], *encode, looked_up)[0]) == copied
+    assert text(absorb_code_words(encoded, [pair], *encode, looked_up[:1])[0]) == taken
 
 
 @pytest.mark.parametrize(

@@ -107,12 +107,13 @@ def absorb_code_words(
     if not query_words:
         return list(pairs)
     source_words = [_code_words("".join(pair.source)) for pair in pairs]
+    held = frozenset(w.text for words in source_words for w in words)
     known = _translations(
         [*pairs, *references],
         source_words + [_code_words("".join(pair.source)) for pair in references],
     )
     return [
-        _absorbed(query_words, pair, words, known, encode_source, encode_target)
+        _absorbed(query_words, pair, words, held, known, encode_source, encode_target)
         for pair, words in zip(pairs, source_words, strict=True)
     ]
 
@@ -140,6 +141,7 @@ def _absorbed(
     query_words: list[_Word],
     pair: AlignedPair,
     source_words: list[_Word],
+    held: frozenset[str],
     known: dict[str, str | None],
     encode_source: Callable[[str], list[str]],
     encode_target: Callable[[str], list[str]],
@@ -162,7 +164,7 @@ def _absorbed(
         changed = transferred(old.text, new, translation.text)
         if changed is None and old.kind in _TRANSLATED and translation.kind in _TRANSLATED:
             changed = known.get(new)  # as another retrieved pair translates it
-        if changed is None and new not in known and old.kind in _COPIED:
+        if changed is None and new not in held and old.kind in _COPIED:
             changed = new
         if changed is None:
             continue
