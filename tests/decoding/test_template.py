@@ -136,6 +136,8 @@ def test_a_gap_that_owes_a_token_does_not_glue_it_onto_a_finished_word():
     assert set(np.flatnonzero(np.isfinite(going_on)).tolist()) == {0, 1, 3, 4, 5, 7, 8, 9}
     # once the gap holds what it owes, the model's own choice again
     assert not template.holds_word((1, 2))
+    # and before it holds any: the word before it is the template's (csrc/template.h alike)
+    assert not template.holds_word((1, 0))
 
 
 def test_a_gap_glues_nothing_onto_a_kept_word_or_a_closing_bracket():

@@ -237,7 +237,7 @@ class TargetTemplate:
         still owes one, or its overrun finishes a word), so that a token continuing the word
         is allowed only while the model holds the word open (OPEN_WORD)."""
         k, g = state
-        if self.continues is None:
+        if self.continues is None or g == 0:
             return False
         return g < self.least_at(k) if g < self.gaps[k] else self.finishing_word(state)
 
