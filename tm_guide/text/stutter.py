@@ -82,13 +82,12 @@ def without_stutter(source: str, translation: str, targets: Sequence[str] = ()) 
     if not _ANY_REPEAT.search(source):
         edits += [(m.start(2), m.end(2), "") for m in _REPEATED.finditer(translation)]
     for m in _DOUBLED.finditer(translation):
-        doubled = m.group().casefold()
-        if not any(doubled in text.casefold() for text in (source, *targets)):
+        if not _written(m.group(), (source, *targets)):
             edits.append((m.start(2), m.end(2), ""))
     for m in _LINKED.finditer(translation):
         if _same_word_twice(translation, m):
             continue  # "Tschüss-Tschüss": a repeated word, as the source may write it
-        if not any(m.group().casefold() in text.casefold() for text in (source, *targets)):
+        if not _written(m.group(), (source, *targets)):
             edits.append(_first_dropped(m))
     for m in _TWO_FORMS.finditer(translation):
         second = m.group(3) + m.group(4)
@@ -96,7 +95,7 @@ def without_stutter(source: str, translation: str, targets: Sequence[str] = ()) 
             occurs_as_word(word, source) for word in (m.group(1), second)
         ):
             continue  # German's own pair, or a name of the source's ("Init-System systemd")
-        if not any(m.group().casefold() in text.casefold() for text in targets):
+        if not _written(m.group(), targets):
             edits.append(_first_dropped(m))
     edits += [
         (m.end(1), m.end(), "")
@@ -124,7 +123,13 @@ def _is_echo(word: str, echo: str, pair: str, source: str, targets: Sequence[str
         return False  # not the word with letters left out
     if not occurs_as_word(word, source) or occurs_as_word(echo, source, ignore_case=True):
         return False
-    return not any(pair.casefold() in text.casefold() for text in (source, *targets))
+    return not _written(pair, (source, *targets))
+
+
+def _written(fragment: str, texts: Sequence[str]) -> bool:
+    """Whether any of `texts` writes `fragment`, in any letter case, inside a word or not."""
+    folded = fragment.casefold()
+    return any(folded in text.casefold() for text in texts)
 
 
 def _numbers_once(source: str, translation: str) -> list[tuple[int, int, str]]:
