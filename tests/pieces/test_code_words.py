@@ -204,8 +204,19 @@ def test_a_new_name_is_taken_from_the_pair_that_holds_it_or_copied_whole(
     # pairs looked up for the word alone only say what it is called: where they disagree,
     # nothing retrieved holds it, and it is copied as before
     looked_up = [_pair(bundle, *o, []) for o in (other, (other[0], "ANDERS"))]
-    assert text(absorb_code_words(encoded, [pair], *encode, looked_up)[0]) == copied
-    assert text(absorb_code_words(encoded, [pair], *encode, looked_up[:1])[0]) == taken
+    asked: list[list[str]] = []
+
+    def look_up(missing: list[str], found: list[AlignedPair]) -> list[AlignedPair]:
+        asked.append(missing)
+        return found
+
+    assert text(
+        absorb_code_words(encoded, [pair], *encode, lambda m: look_up(m, looked_up))[0]
+    ) == (copied)
+    assert text(
+        absorb_code_words(encoded, [pair], *encode, lambda m: look_up(m, looked_up[:1]))[0]
+    ) == (taken)
+    assert asked == [[other[0]], [other[0]]]  # asked once, for the word no retrieved pair holds
 
 
 @pytest.mark.parametrize(

@@ -23,7 +23,7 @@ from typing import Any
 
 from tm_guide.errors import InvalidInput
 from tm_guide.pieces.align import MemoryAligner
-from tm_guide.pieces.code_words import absorb_code_words, missing_code_words
+from tm_guide.pieces.code_words import absorb_code_words
 from tm_guide.pieces.collect import (
     AlignedPair,
     PieceTable,
@@ -169,7 +169,7 @@ class PieceBuilder:
             pairs,
             self.tokenizer.encode_source,
             self.tokenizer.encode_target,
-            self._references(tokens, pairs, hits, memory_ids, options),
+            lambda missing: self._references(missing, hits, memory_ids, options),
         )
         taken = [
             comparison if new is pair else compare(tokens, new.source)
@@ -222,21 +222,18 @@ class PieceBuilder:
 
     def _references(
         self,
-        tokens: Sequence[str],
-        pairs: Sequence[AlignedPair],
+        missing: list[str],
         hits: Sequence[Any],
         memory_ids: Sequence[int],
         options: PieceOptions,
     ) -> list[AlignedPair]:
         """The pairs that say what a memory calls the input's identifiers and names that no
-        retrieved source holds: each looked up alone ("FLOOR", which a sentence on FLOOR.MATH
-        retrieved only CEILING's pairs for; the help's page on FLOOR says "UNTERGRENZE")."""
-        if not pairs or not options.code_word_lookups:
-            return []
-        missing = missing_code_words(tokens, pairs)[: options.code_word_lookups]
+        retrieved source holds (`missing`): each looked up alone ("FLOOR", which a sentence on
+        FLOOR.MATH retrieved only CEILING's pairs for; the help's page on FLOOR says
+        "UNTERGRENZE")."""
         seen = {hit.segment.id for hit in hits}
         segments = []
-        for word in missing:
+        for word in missing[: options.code_word_lookups]:
             for hit in self.store.search(list(memory_ids), word, limit=CODE_WORD_HITS):
                 if hit.segment.id not in seen:
                     seen.add(hit.segment.id)

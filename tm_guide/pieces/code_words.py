@@ -78,10 +78,14 @@ class _Word:
 def missing_code_words(query: Sequence[str], pairs: Sequence[AlignedPair]) -> list[str]:
     """The identifiers and names of `query` (tokens) that no source of `pairs` holds, in
     order, each once: the words whose translation a memory may hold in pairs that were not
-    retrieved for the sentence as a whole (PieceBuilder looks them up alone)."""
-    held = {w.text for pair in pairs for w in _code_words("".join(pair.source))}
+    retrieved for the sentence as a whole (absorb_code_words' `look_up`)."""
+    held = frozenset(w.text for pair in pairs for w in _code_words("".join(pair.source)))
+    return _missing(_code_words("".join(query)), held)
+
+
+def _missing(query_words: list[_Word], held: frozenset[str]) -> list[str]:
     missing: list[str] = []
-    for word in _code_words("".join(query)):
+    for word in query_words:
         if word.kind in _TRANSLATED and word.text not in held and word.text not in missing:
             missing.append(word.text)
     return missing
@@ -92,7 +96,7 @@ def absorb_code_words(
     pairs: Sequence[AlignedPair],
     encode_source: Callable[[str], list[str]],
     encode_target: Callable[[str], list[str]],
-    references: Sequence[AlignedPair] = (),
+    look_up: Callable[[list[str]], Sequence[AlignedPair]] | None = None,
 ) -> list[AlignedPair]:
     """Each retrieved pair with the code words of its source that `query` (tokens) changes
     changed on both sides; a pair itself where there are none, or where its edited text does not
@@ -100,14 +104,17 @@ def absorb_code_words(
 
     A new word that no rule derives is copied whole into a target only where none of the
     retrieved sources holds it: nothing retrieved says what the target language calls it, and a
-    copied word reads better than a made-up one ("AVERA(" for AVERAGEA). `references`: more
-    pairs of the memory that only say what their targets call their code words (pairs looked
-    up for a new word: missing_code_words)."""
+    copied word reads better than a made-up one ("AVERA(" for AVERAGEA). `look_up`: given the
+    query's identifiers and names that no retrieved source holds (missing_code_words), more
+    pairs of the memory, which only say what their targets call their code words."""
     query_words = _code_words("".join(query))
-    if not query_words:
+    if not query_words or not pairs:
         return list(pairs)
     source_words = [_code_words("".join(pair.source)) for pair in pairs]
     held = frozenset(w.text for words in source_words for w in words)
+    references: Sequence[AlignedPair] = ()
+    if look_up is not None and (missing := _missing(query_words, held)):
+        references = look_up(missing)
     known = _translations(
         [*pairs, *references],
         source_words + [_code_words("".join(pair.source)) for pair in references],
