@@ -30,6 +30,7 @@ from tm_guide.pieces.collect import (
     compare,
     piece_counts,
 )
+from tm_guide.pieces.lookups import lookup_pieces, missing_words, translations
 from tm_guide.pieces.repair import (
     MatchTemplate,
     RepairOptions,
@@ -45,6 +46,8 @@ Ngram = tuple[str, ...]
 
 # pairs retrieved for each code word looked up alone (PieceOptions.code_word_lookups)
 CODE_WORD_HITS = 5
+# pairs retrieved for each word looked up alone (PieceOptions.word_lookups)
+WORD_HITS = 5
 
 
 @dataclass(frozen=True)
@@ -65,7 +68,11 @@ class PieceOptions:
     ("Verbindungsistenten");
     code_word_lookups: how many of the input's identifiers and names that no retrieved source
     holds are looked up alone in the memory, for what its targets call them
-    (tm_guide.pieces.code_words; 0: none)."""
+    (tm_guide.pieces.code_words; 0: none);
+    word_lookups: how many of the input's words that a repaired match's source lacks are looked
+    up alone, for the translation its other pairs give them (tm_guide.pieces.lookups; 0: none);
+    word_share: the least share of a looked-up word's pairs that must give a translation for it
+    to become a piece."""
 
     m: int = 10
     min_similarity: float = 0.0
@@ -76,12 +83,20 @@ class PieceOptions:
     repair: RepairOptions = field(default_factory=RepairOptions)
     whole_words: bool = True
     code_word_lookups: int = 3
+    word_lookups: int = 5
+    word_share: float = 0.4
 
     def __post_init__(self) -> None:
         if not 1 <= self.m <= MAX_RETRIEVAL:
             raise InvalidInput(f"m must be between 1 and {MAX_RETRIEVAL}, not {self.m}", field="m")
         if self.code_word_lookups < 0:
             raise InvalidInput("code_word_lookups must be >= 0", field="code_word_lookups")
+        if self.word_lookups < 0:
+            raise InvalidInput("word_lookups must be >= 0", field="word_lookups")
+        if not 0.0 < self.word_share <= 1.0:
+            raise InvalidInput(
+                f"word_share must be in (0, 1], not {self.word_share}", field="word_share"
+            )
         if not 0.0 <= self.min_similarity <= 1.0:
             raise InvalidInput(
                 f"min_similarity must be between 0 and 1, not {self.min_similarity}",
@@ -205,6 +220,11 @@ class PieceBuilder:
             and options.repair.shares(word_similarity(tokens, absorbed[best].source))
         ):
             result.template = match_template(absorbed[best], taken[best], options.repair)
+        if result.template is not None and best is not None and options.word_lookups:
+            best_weight = options.weighting.weight(comparisons[best].similarity)
+            self._look_up_words(
+                tokens, absorbed[best].source, hits, memory_ids, options, table, best_weight
+            )
         result.ngrams = table.scores
         result.provenance = table.provenance
         result.limits = table.limits
@@ -239,6 +259,40 @@ class PieceBuilder:
                     seen.add(hit.segment.id)
                     segments.append(hit.segment)
         return self._aligned_pairs(segments) if segments else []
+
+    def _look_up_words(
+        self,
+        tokens: Sequence[str],
+        match_source: Sequence[str],
+        hits: Sequence[Any],
+        memory_ids: Sequence[int],
+        options: PieceOptions,
+        table: PieceTable,
+        weight: float,
+    ) -> None:
+        """Pieces for the input's words that the repaired match's source lacks, from the pairs
+        a search for each word alone finds beyond those retrieved (tm_guide.pieces.lookups),
+        each weighed as the match's own pieces are, times the share of those pairs holding the
+        word that translate it so."""
+        seen = {hit.segment.id for hit in hits}
+        for word in missing_words(tokens, match_source)[: options.word_lookups]:
+            found = [
+                hit.segment
+                for hit in self.store.search(list(memory_ids), word.text, limit=WORD_HITS)
+                if hit.segment.id not in seen
+            ]
+            if not found:
+                continue
+            looked = self._aligned_pairs(found)
+            said, asked = translations(word, looked)
+            if not asked:
+                continue
+            for gram, share in lookup_pieces(
+                said, asked, options.max_n, options.word_share
+            ).items():
+                table.add({gram}, weight * share, looked[0].segment_id)
+                if options.clipped:
+                    table.limit({gram: 1})
 
     def _aligned_pairs(self, segments: Sequence[Any]) -> list[AlignedPair]:
         """Parsed pairs for the retrieved segments; segments without a current alignment (new, or

@@ -1,0 +1,109 @@
+"""A word a repaired match lacks, looked up alone in a real memory for what it calls it."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from tm_guide.config import BUNDLED_MODEL
+from tm_guide.decoding.guided import GuidedTranslator, TranslateOptions
+from tm_guide.errors import InvalidInput
+from tm_guide.model import Bundle
+from tm_guide.pieces import PieceOptions
+from tm_guide.pieces.collect import AlignedPair
+from tm_guide.pieces.lookups import SourceWord, lookup_pieces, missing_words, translations
+from tm_guide.pieces.repair import RepairOptions
+
+from .helpers import aligned_memory
+
+# the help's pages: the header's properties, and the footer said elsewhere in the memory
+TM = [
+    (
+        "Set the properties of the header.",
+        "Legen Sie die Eigenschaften der Kopfzeile fest.",
+    ),
+    ("Inserts a footer.", "Fügt eine Fußzeile ein."),
+    ("Removes the footer.", "Entfernt die Fußzeile."),
+    ("Footer", "Fußzeile"),
+    ("Opens the selected file.", "Öffnet die ausgewählte Datei."),
+]
+QUERY = "Set the properties of the footer."
+
+
+@pytest.fixture(scope="module")
+def demo():
+    return Bundle.load(BUNDLED_MODEL, intra_threads=1)
+
+
+@pytest.fixture(scope="module")
+def store_and_memory(tmp_path_factory, demo):  # type: ignore[no-untyped-def]
+    with aligned_memory(tmp_path_factory.mktemp("word-tm"), demo, "help", TM) as found:
+        yield found
+
+
+def _options(memory, lookups: int) -> TranslateOptions:  # type: ignore[no-untyped-def]
+    return TranslateOptions(
+        pieces=PieceOptions(m=1, repair=RepairOptions(0.5), word_lookups=lookups),
+        memory_ids=(memory.id,),
+    )
+
+
+def test_the_memorys_word_for_a_changed_one_becomes_a_piece(store_and_memory, demo):  # type: ignore[no-untyped-def]
+    """Retrieving one pair (m=1) finds the header's sentence only; "footer" looked up alone
+    finds three pairs that all write "Fußzeile" for it, which the repair's gap is then
+    rewarded for, and writes."""
+    store, memory = store_and_memory
+    translator = GuidedTranslator(demo, store)
+    footer = tuple(demo.encode_target("Fußzeile"))
+    pieces = translator.collect_pieces(demo.encode_source(QUERY), _options(memory, 5))
+    assert [m.segment.source for m in pieces.matches] == [TM[0][0]]
+    assert pieces.template is not None
+    assert footer in pieces.ngrams
+    # the match's own pieces weigh its similarity squared (power:2); the looked-up word as much
+    best = pieces.matches[0].similarity
+    assert pieces.ngrams[footer] == pytest.approx(best**2)
+    alone = translator.collect_pieces(demo.encode_source(QUERY), _options(memory, 0))
+    assert footer not in alone.ngrams
+    [result] = translator.translate([QUERY], _options(memory, 5))
+    assert result.translation == "Legen Sie die Eigenschaften der Fußzeile fest."
+
+
+def test_missing_words_are_the_long_words_the_match_lacks(demo) -> None:  # type: ignore[no-untyped-def]
+    query = demo.encode_source("Set the properties of the footer and the LARGE margins.")
+    source = demo.encode_source("Set the properties of the header.")
+    assert [w.text for w in missing_words(query, source)] == ["footer", "margins"]
+
+
+def test_a_translation_counts_the_pairs_that_align_the_word_alone(demo) -> None:  # type: ignore[no-untyped-def]
+    """A target word aligned to the looked-up word and to another one says nothing of it."""
+    source = demo.encode_source("Removes the footer.")
+    target = demo.encode_target("Entfernt die Fußzeile.")
+    word = SourceWord(tuple(demo.encode_source("footer")), "footer")
+    at = source.index(word.tokens[0])
+    starts = [i for i, t in enumerate(target) if t.startswith("\u2581Fu")]
+    [fu] = starts
+    ends = len(target) - 1  # the final "." is aligned to the source's
+    span = range(fu, ends)
+    links = [(at + k, t) for k in range(len(word.tokens)) for t in span]
+    links.append((len(source) - 1, ends))
+    alone = AlignedPair.build(1, source, target, links)
+    said, holding = translations(word, [alone, alone])
+    assert holding == 2
+    assert said == Counter({tuple(target[fu:ends]): 2})
+    shared = AlignedPair.build(2, source, target, [*links, (0, fu)])
+    said, holding = translations(word, [shared])
+    assert (said, holding) == (Counter(), 1)
+
+
+def test_only_translations_enough_pairs_agree_on_become_pieces() -> None:
+    said = Counter({("▁Fuß", "zeile"): 3, ("▁Seiten", "ende"): 1})
+    pieces = lookup_pieces(said, 4, max_n=4, least_share=0.4)
+    assert pieces == {("▁Fuß",): 0.75, ("zeile",): 0.75, ("▁Fuß", "zeile"): 0.75}
+
+
+def test_word_lookup_options_are_checked() -> None:
+    with pytest.raises(InvalidInput):
+        PieceOptions(word_lookups=-1)
+    with pytest.raises(InvalidInput):
+        PieceOptions(word_share=0.0)
