@@ -70,9 +70,10 @@ def test_the_memorys_word_for_a_changed_one_becomes_a_piece(store_and_memory, de
 
 
 def test_missing_words_are_the_long_words_the_match_lacks(demo) -> None:  # type: ignore[no-untyped-def]
-    query = demo.encode_source("Set the properties of the footer and the LARGE margins.")
+    """Words of four letters or more, each once, a function name too; not a number."""
+    query = demo.encode_source("Set the footer of the LARGE page, the footer of 2024.")
     source = demo.encode_source("Set the properties of the header.")
-    assert [w.text for w in missing_words(query, source)] == ["footer", "margins"]
+    assert [w.text for w in missing_words(query, source)] == ["footer", "LARGE", "page"]
 
 
 def test_a_translation_counts_the_pairs_that_align_the_word_alone(demo) -> None:  # type: ignore[no-untyped-def]

@@ -15,7 +15,6 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tm_guide.pieces.code_words import CODE_WORD
 from tm_guide.pieces.collect import AlignedPair
 from tm_guide.pieces.tokenizer import SENTENCEPIECE_SPACE
 from tm_guide.pieces.words import word_numbers, word_starts
@@ -51,8 +50,9 @@ def _text(tokens: Sequence[str]) -> str:
 
 def missing_words(query: Sequence[str], source: Sequence[str]) -> list[SourceWord]:
     """The words of `query` (tokens) of MIN_LETTERS letters or more that `source` (a match's
-    tokens) does not hold as the same tokens, in order, each once; code words have their own
-    lookup (tm_guide.pieces.code_words)."""
+    tokens) does not hold as the same tokens, in order, each once. Identifiers and names are
+    among them: code_words takes a replaced one's translation, but one the input inserts is
+    the gap's ("PythonShell function in ..." repaired from "... service" dropped it)."""
     held = {tuple(source[a:b]) for a, b in words_of(source)}
     found: list[SourceWord] = []
     for a, b in words_of(query):
@@ -60,7 +60,7 @@ def missing_words(query: Sequence[str], source: Sequence[str]) -> list[SourceWor
         text = _text(tokens)
         if tokens in held or not text.isalpha() or len(text) < MIN_LETTERS:
             continue
-        if CODE_WORD.fullmatch(text) or any(w.tokens == tokens for w in found):
+        if any(w.tokens == tokens for w in found):
             continue
         found.append(SourceWord(tokens, text))
     return found
