@@ -213,3 +213,12 @@ def test_model_priors_writes_the_bundles_alignment_priors(
     assert bundle.alignment_priors_path == bundle_dir / "alignment_priors.txt"
     assert "alignment_priors.txt" in bundle.card.files
     assert bundle.alignment_priors_path.read_text(encoding="utf-8").startswith("#PAIRS\t30\n")
+
+
+def test_a_line_with_no_letter_or_digit_comes_back_as_it_is(tiny_bundle: Bundle) -> None:
+    """A lone pilcrow or check mark has nothing to translate (the server's layout keeps such a
+    line too); the lines around it are translated as ever."""
+    lines = ["¶", "Select 3 cells.", " ✓ ", "", "-- ** --"]
+    outputs = translate_lines(tiny_bundle, lines, OPTIONS)
+    assert outputs[0] == "¶" and outputs[2:] == [" ✓ ", "", "-- ** --"]
+    assert outputs[1] == translate_lines(tiny_bundle, ["Select 3 cells."], OPTIONS)[0]

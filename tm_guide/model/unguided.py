@@ -51,7 +51,8 @@ class UnguidedOptions:
 
 
 def translate_lines(bundle: Bundle, lines: Sequence[str], options: UnguidedOptions) -> list[str]:
-    """Translate each line (one segment per line); empty lines translate to empty strings."""
+    """Translate each line (one segment per line); a line with no letter or digit (an empty
+    one too) comes back as it is."""
     return list(translate_stream(bundle, lines, options, total=len(lines)))
 
 
@@ -70,9 +71,15 @@ def translate_stream(
 
 def _translate_window(bundle: Bundle, lines: list[str], options: UnguidedOptions) -> list[str]:
     # the model reads each line without the marks at its edges it cannot read; set_right puts
-    # them back (tm_guide.text.edges)
-    encoded = [bundle.encode_source(bundle.edges(line).core) for line in lines]
-    results: list[str] = [""] * len(lines)
+    # them back (tm_guide.text.edges). A line with no letter or digit ("¶", "✓", a rule) has
+    # nothing to translate and comes back as it is, as the server's layout keeps it
+    # (tm_guide.text.layout): the demo model made "\ufffd:" of a lone pilcrow.
+    wordless = [not any(c.isalnum() for c in line) for line in lines]
+    encoded = [
+        [] if skip else bundle.encode_source(bundle.edges(line).core)
+        for line, skip in zip(lines, wordless, strict=True)
+    ]
+    results = [line if skip else "" for line, skip in zip(lines, wordless, strict=True)]
     source_lang, target_lang = options.languages or (None, None)
     inputs = [bundle.source_input(pieces, source_lang) if pieces else [] for pieces in encoded]
     todo = sorted((i for i, tokens in enumerate(inputs) if tokens), key=lambda i: len(inputs[i]))
