@@ -101,6 +101,33 @@ def test_a_period_before_a_names_ellipsis_goes_after_it() -> None:
     assert set_seams("x", "Text.…", ["Text.…"]).edits == ()
 
 
+def test_a_comma_before_the_last_period_goes() -> None:
+    # a repaired output of the help dev set
+    source = "Expression1, Expression2: Any numeric expressions for which you want to calculate."
+    written = "Ausdruck1, Ausdruck2: Beliebige numerische Ausdrücke zu berechnen,."
+    assert set_seams(source, written, ["Ausdruck1, Ausdruck2: Beliebige Ausdrücke."]).text == (
+        "Ausdruck1, Ausdruck2: Beliebige numerische Ausdrücke zu berechnen."
+    )
+    assert set_seams("x", "zu berechnen, .", ["y"]).text == "zu berechnen."
+    # inside the sentence, or written so by the memory, it stays
+    assert set_seams("x", "1,.5 und 2", ["y"]).edits == ()
+    assert set_seams("x", "Wert,.", ["Wert,."]).edits == ()
+
+
+def test_a_word_starting_with_a_period_is_not_glued_to_the_word_before() -> None:
+    # a repaired output of the guides' dev set
+    source = "BACK TO BASICS .htaccess file"
+    targets = ["ZURÜCK ZU DEN GRUNDLAGEN ICMP"]
+    assert set_seams(source, "ZURÜCK ZU DEN GRUNDLAGEN.htaccess Datei", targets).text == (
+        "ZURÜCK ZU DEN GRUNDLAGEN .htaccess Datei"
+    )
+    # written apart already, or a longer name, or glued in the source too: it stays
+    assert set_seams(source, "GRUNDLAGEN .htaccess Datei", targets).edits == ()
+    assert set_seams(source, "GRUNDLAGEN.htaccess2 Datei", targets).edits == ()
+    assert set_seams("the file foo.htaccess", "die Datei foo.htaccess", targets).edits == ()
+    assert set_seams("Edit .bashrc", "Bearbeiten Sie ~/.bashrc", targets).edits == ()
+
+
 @pytest.mark.parametrize(
     "text",
     [  # human translations of the three domains' memories, which no rule may change

@@ -20,7 +20,12 @@ several targets, so a mark meant for what was there before can be left where not
 * a sentence's period written before the ellipsis a kept menu name ends in: "Wählen Sie
   Einfügen – Text aus Datei.…" for "Choose Insert - Text from File." where the match wrote
   "Datei…"; the ellipsis is the name's, the period the sentence's ("Datei….", as the help's
-  translations write it).
+  translations write it);
+* a comma left before the sentence's period: "dessen Rest Sie berechnen möchten,." where a gap
+  ended on a clause the kept period closes; the comma goes;
+* a word that starts with a period, written apart in the source (".htaccess", ".deb"), glued by
+  a gap to the kept word before it: "ZURÜCK ZU DEN GRUNDLAGEN.htaccess Datei" for "BACK TO
+  BASICS .htaccess file"; the space comes back.
 
 What the source or a TM target writes so is left as it is ("Ein- oder Ausblenden").
 """
@@ -46,6 +51,10 @@ _ADJECTIVE_JOINED = re.compile(
 )
 # a period, then an ellipsis
 _PERIOD_ELLIPSIS = re.compile(r"\.…")
+# a comma, then the sentence's last period
+_COMMA_PERIOD = re.compile(r",[ \t]*(?=\.\s*$)")
+# a word that starts with a period (a dotfile, an extension), after a space or at the start
+_DOT_WORD = re.compile(r"(?:(?<=\s)|^)\.[^\W_][\w.+-]*")
 
 
 def set_seams(source: str, translation: str, targets: Sequence[str]) -> Edited:
@@ -66,6 +75,12 @@ def set_seams(source: str, translation: str, targets: Sequence[str]) -> Edited:
             edits.append((m.end(1), m.end(), " "))
     if not any(".…" in text for text in texts):
         edits += [(m.start(), m.end(), "….") for m in _PERIOD_ELLIPSIS.finditer(translation)]
+    if not any(_COMMA_PERIOD.search(text) for text in texts):
+        edits += [(m.start(), m.end(), "") for m in _COMMA_PERIOD.finditer(translation)]
+    for word in dict.fromkeys(m.group() for m in _DOT_WORD.finditer(source)):
+        glued = re.compile(rf"(?<=[^\W_]){re.escape(word)}(?![\w.])")
+        if not any(glued.search(text) for text in texts):
+            edits += [(m.start(), m.start(), " ") for m in glued.finditer(translation)]
     return edited(translation, edits)
 
 
