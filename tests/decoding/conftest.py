@@ -120,3 +120,12 @@ def tiny_t5_bundle(tmp_path_factory: pytest.TempPathFactory):
         )
     )
     return Bundle.load(path, device="cpu", intra_threads=1)
+
+
+@pytest.fixture(scope="session")
+def demo():  # type: ignore[no-untyped-def]
+    """The bundled demo model, loaded once for the tests that translate with it."""
+    from tm_guide.config import BUNDLED_MODEL
+    from tm_guide.model import Bundle
+
+    return Bundle.load(BUNDLED_MODEL, intra_threads=1)

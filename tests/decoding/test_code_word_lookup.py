@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tm_guide.config import BUNDLED_MODEL
 from tm_guide.decoding.guided import GuidedTranslator, TranslateOptions
-from tm_guide.model import Bundle
 from tm_guide.pieces import PieceOptions
 from tm_guide.pieces.code_words import missing_code_words
 from tm_guide.pieces.repair import RepairOptions
@@ -24,11 +22,6 @@ TM = [
     ("Opens the selected file.", "Öffnet die ausgewählte Datei."),
 ]
 QUERY = "The FLOOR function rounds a number up."
-
-
-@pytest.fixture(scope="module")
-def demo():
-    return Bundle.load(BUNDLED_MODEL, intra_threads=1)
 
 
 @pytest.fixture(scope="module")

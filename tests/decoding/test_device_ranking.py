@@ -9,7 +9,6 @@ import itertools
 import numpy as np
 import pytest
 
-from tm_guide.config import BUNDLED_MODEL
 from tm_guide.decoding import compiled
 from tm_guide.decoding.candidates import CandidateRequest, StepMasks
 from tm_guide.decoding.search import (
@@ -45,11 +44,6 @@ WORDY = [
     "Select the paragraph formatting options.",
     "Click the Save button to save the current document.",
 ]
-
-
-@pytest.fixture(scope="module")
-def demo() -> Bundle:
-    return Bundle.load(BUNDLED_MODEL, intra_threads=1)
 
 
 @pytest.fixture(scope="module")

@@ -7,13 +7,11 @@ from dataclasses import replace
 
 import pytest
 
-from tm_guide.config import BUNDLED_MODEL
 from tm_guide.decoding import compiled
 from tm_guide.decoding.engines import engine_spec
 from tm_guide.decoding.guided import EngineOptions, GuidedTranslator, TranslateOptions
 from tm_guide.decoding.search import SearchOptions, beam_search
 from tm_guide.decoding.template import TargetTemplate
-from tm_guide.model import Bundle
 from tm_guide.model.unguided import UnguidedOptions, translate_lines
 from tm_guide.pieces import PieceOptions
 from tm_guide.pieces.repair import RepairOptions
@@ -27,11 +25,6 @@ TM = [
     ("5.14.2.5. Details¶", "5.14.2.5. Einzelheiten¶"),
     ("4.3. Documentation¶", "4.3. Dokumentation¶"),
 ]
-
-
-@pytest.fixture(scope="module")
-def demo():
-    return Bundle.load(BUNDLED_MODEL, intra_threads=1)
 
 
 @pytest.fixture(scope="module")

@@ -4,18 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from tm_guide.config import BUNDLED_MODEL
 from tm_guide.decoding.guided import EngineOptions, GuidedTranslator, TranslateOptions
 from tm_guide.decoding.search import SearchOptions
-from tm_guide.model import Bundle
 from tm_guide.pieces.terms import forced_terms, with_terms
 
 TEXT = "could not set compression worker count to %d: %s"
-
-
-@pytest.fixture(scope="module")
-def demo():
-    return Bundle.load(BUNDLED_MODEL, intra_threads=1)
 
 
 def _options(engine: str) -> TranslateOptions:

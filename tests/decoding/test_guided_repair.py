@@ -6,11 +6,9 @@ from dataclasses import replace
 
 import pytest
 
-from tm_guide.config import BUNDLED_MODEL
 from tm_guide.decoding import compiled
 from tm_guide.decoding.guided import EngineOptions, GuidedTranslator, TranslateOptions
 from tm_guide.decoding.search import SearchOptions
-from tm_guide.model import Bundle
 from tm_guide.pieces import PieceOptions
 from tm_guide.pieces.choice import ChoiceOptions
 from tm_guide.pieces.repair import RepairOptions
@@ -31,11 +29,6 @@ TM = [
     ("Choose Format - Paragraph.", "Wählen Sie Format – Absatz…"),
     ("Inserts a new row.", "Fügt eine neue Zeile ein."),
 ]
-
-
-@pytest.fixture(scope="module")
-def demo():
-    return Bundle.load(BUNDLED_MODEL, intra_threads=1)
 
 
 @pytest.fixture(scope="module")

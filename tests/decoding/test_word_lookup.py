@@ -6,10 +6,8 @@ from collections import Counter
 
 import pytest
 
-from tm_guide.config import BUNDLED_MODEL
 from tm_guide.decoding.guided import GuidedTranslator, TranslateOptions
 from tm_guide.errors import InvalidInput
-from tm_guide.model import Bundle
 from tm_guide.pieces import PieceOptions
 from tm_guide.pieces.collect import AlignedPair
 from tm_guide.pieces.lookups import SourceWord, lookup_pieces, missing_words, translations
@@ -29,11 +27,6 @@ TM = [
     ("Opens the selected file.", "Öffnet die ausgewählte Datei."),
 ]
 QUERY = "Set the properties of the footer."
-
-
-@pytest.fixture(scope="module")
-def demo():
-    return Bundle.load(BUNDLED_MODEL, intra_threads=1)
 
 
 @pytest.fixture(scope="module")
