@@ -1,4 +1,6 @@
-"""A word a repaired match lacks, looked up alone in a real memory for what it calls it."""
+"""Words the retrieved pairs do not say, looked up alone in a real memory for what it calls
+them: a new function name (tm_guide.pieces.code_words) and any word a repaired match lacks
+(tm_guide.pieces.lookups)."""
 
 from __future__ import annotations
 
@@ -9,14 +11,23 @@ import pytest
 from tm_guide.decoding.guided import GuidedTranslator, TranslateOptions
 from tm_guide.errors import InvalidInput
 from tm_guide.pieces import PieceOptions
+from tm_guide.pieces.code_words import missing_code_words
 from tm_guide.pieces.collect import AlignedPair
 from tm_guide.pieces.lookups import SourceWord, lookup_pieces, missing_words, translations
 from tm_guide.pieces.repair import RepairOptions
 
 from .helpers import aligned_memory
 
-# the help's pages: the header's properties, and the footer said elsewhere in the memory
+# the help's pages: a sentence on CEILING, and FLOOR's own heading elsewhere in the memory;
+# the header's properties, and the footer said in other pairs
 TM = [
+    (
+        "The CEILING function rounds a number up.",
+        "Die Funktion OBERGRENZE rundet eine Zahl auf.",
+    ),
+    ("FLOOR function", "Funktion UNTERGRENZE"),
+    ("Rounds a number down.", "Rundet eine Zahl ab."),
+    ("Opens the selected file.", "Öffnet die ausgewählte Datei."),
     (
         "Set the properties of the header.",
         "Legen Sie die Eigenschaften der Kopfzeile fest.",
@@ -24,41 +35,68 @@ TM = [
     ("Inserts a footer.", "Fügt eine Fußzeile ein."),
     ("Removes the footer.", "Entfernt die Fußzeile."),
     ("Footer", "Fußzeile"),
-    ("Opens the selected file.", "Öffnet die ausgewählte Datei."),
 ]
-QUERY = "Set the properties of the footer."
+FLOOR = "The FLOOR function rounds a number up."
+FOOTER = "Set the properties of the footer."
 
 
 @pytest.fixture(scope="module")
 def store_and_memory(tmp_path_factory, demo):  # type: ignore[no-untyped-def]
-    with aligned_memory(tmp_path_factory.mktemp("word-tm"), demo, "help", TM) as found:
+    with aligned_memory(tmp_path_factory.mktemp("lookup-tm"), demo, "help", TM) as found:
         yield found
 
 
-def _options(memory, lookups: int) -> TranslateOptions:  # type: ignore[no-untyped-def]
-    return TranslateOptions(
-        pieces=PieceOptions(m=1, repair=RepairOptions(0.5), word_lookups=lookups),
-        memory_ids=(memory.id,),
+def _options(memory, code_words: int = 3, words: int = 5) -> TranslateOptions:  # type: ignore[no-untyped-def]
+    """One pair retrieved (m=1), so that only a lookup finds the others."""
+    pieces = PieceOptions(
+        m=1, repair=RepairOptions(0.5), code_word_lookups=code_words, word_lookups=words
     )
+    return TranslateOptions(pieces=pieces, memory_ids=(memory.id,))
+
+
+def test_the_memorys_name_for_a_new_function_is_looked_up_and_kept(store_and_memory, demo):  # type: ignore[no-untyped-def]
+    """Retrieving one pair finds the CEILING sentence only; FLOOR looked up alone finds its
+    heading, whose target says UNTERGRENZE, and the repair keeps that."""
+    store, memory = store_and_memory
+    translator = GuidedTranslator(demo, store)
+    query = demo.encode_source(FLOOR)
+    pieces = translator.collect_pieces(query, _options(memory))
+    assert [m.segment.source for m in pieces.matches] == [TM[0][0]]
+    assert pieces.template is not None
+    kept = "".join(pieces.template.tokens).replace("\u2581", " ")
+    assert "UNTERGRENZE" in kept and "OBERGRENZE" not in kept.replace("UNTERGRENZE", "")
+    # without the lookup the name is the model's to write, from the input's own word
+    alone = translator.collect_pieces(query, _options(memory, code_words=0))
+    assert alone.template is not None
+    assert "UNTERGRENZE" not in "".join(alone.template.tokens)
+
+
+def test_only_identifiers_and_names_no_pair_holds_are_missing(demo) -> None:  # type: ignore[no-untyped-def]
+    source = demo.encode_source("The CEILING function of LibreOffice rounds 4.5 up.")
+    pair = AlignedPair.build(1, source, demo.encode_target("x"), [])
+    query = demo.encode_source("The FLOOR function of LibreOffice rounds 7.5 in OpenOffice.")
+    assert missing_code_words(query, [pair]) == ["FLOOR", "OpenOffice"]
+    assert missing_code_words(query, []) == ["FLOOR", "LibreOffice", "OpenOffice"]
 
 
 def test_the_memorys_word_for_a_changed_one_becomes_a_piece(store_and_memory, demo):  # type: ignore[no-untyped-def]
-    """Retrieving one pair (m=1) finds the header's sentence only; "footer" looked up alone
-    finds three pairs that all write "Fußzeile" for it, which the repair's gap is then
-    rewarded for, and writes."""
+    """Retrieving one pair finds the header's sentence only; "footer" looked up alone finds
+    three pairs that all write "Fußzeile" for it, which the repair's gap is then rewarded for,
+    and writes."""
     store, memory = store_and_memory
     translator = GuidedTranslator(demo, store)
     footer = tuple(demo.encode_target("Fußzeile"))
-    pieces = translator.collect_pieces(demo.encode_source(QUERY), _options(memory, 5))
-    assert [m.segment.source for m in pieces.matches] == [TM[0][0]]
+    query = demo.encode_source(FOOTER)
+    pieces = translator.collect_pieces(query, _options(memory))
+    assert [m.segment.source for m in pieces.matches] == [TM[4][0]]
     assert pieces.template is not None
     assert footer in pieces.ngrams
     # the match's own pieces weigh its similarity squared (power:2); the looked-up word as much
     best = pieces.matches[0].similarity
     assert pieces.ngrams[footer] == pytest.approx(best**2)
-    alone = translator.collect_pieces(demo.encode_source(QUERY), _options(memory, 0))
+    alone = translator.collect_pieces(query, _options(memory, words=0))
     assert footer not in alone.ngrams
-    [result] = translator.translate([QUERY], _options(memory, 5))
+    [result] = translator.translate([FOOTER], _options(memory))
     assert result.translation == "Legen Sie die Eigenschaften der Fußzeile fest."
 
 
