@@ -4,7 +4,7 @@ them: a new function name (tm_guide.pieces.code_words) and any word a repaired m
 
 from __future__ import annotations
 
-from collections import Counter
+from dataclasses import replace
 
 import pytest
 
@@ -81,7 +81,7 @@ def test_only_identifiers_and_names_no_pair_holds_are_missing(demo) -> None:  # 
 
 def test_the_memorys_word_for_a_changed_one_becomes_a_piece(store_and_memory, demo):  # type: ignore[no-untyped-def]
     """Retrieving one pair finds the header's sentence only; "footer" looked up alone finds
-    three pairs that all write "Fußzeile" for it, which the repair's gap is then rewarded for,
+    three pairs that write "Fußzeile" for it, which the repair's gap is then rewarded for,
     and writes."""
     store, memory = store_and_memory
     translator = GuidedTranslator(demo, store)
@@ -91,11 +91,18 @@ def test_the_memorys_word_for_a_changed_one_becomes_a_piece(store_and_memory, de
     assert [m.segment.source for m in pieces.matches] == [TM[4][0]]
     assert pieces.template is not None
     assert footer in pieces.ngrams
-    # the match's own pieces weigh its similarity squared (power:2); the looked-up word as much
-    best = pieces.matches[0].similarity
-    assert pieces.ngrams[footer] == pytest.approx(best**2)
+    # weighed as the match's own pieces (the default linear weighting: its similarity), times
+    # the share of the three pairs that give it alone (the aligner may give one "ein" too)
+    share = pieces.ngrams[footer] / pieces.matches[0].similarity
+    assert share == pytest.approx(2 / 3) or share == pytest.approx(1.0)
+    # it comes from the pairs that say it, not the one retrieved
+    said_by = {s.source for s in store.get_segments(pieces.provenance[footer])}
+    assert said_by <= {TM[5][0], TM[6][0], TM[7][0]}
     alone = translator.collect_pieces(query, _options(memory, words=0))
     assert footer not in alone.ngrams
+    # with the paper's 1/0 reward the match's pieces score 1, so it scores its share
+    binary = replace(_options(memory), pieces=replace(_options(memory).pieces, binary_reward=True))
+    assert translator.collect_pieces(query, binary).ngrams[footer] == pytest.approx(share)
     [result] = translator.translate([FOOTER], _options(memory))
     assert result.translation == "Legen Sie die Eigenschaften der Fußzeile fest."
 
@@ -120,18 +127,20 @@ def test_a_translation_counts_the_pairs_that_align_the_word_alone(demo) -> None:
     links = [(at + k, t) for k in range(len(word.tokens)) for t in span]
     links.append((len(source) - 1, ends))
     alone = AlignedPair.build(1, source, target, links)
-    said, holding = translations(word, [alone, alone])
+    again = AlignedPair.build(3, source, target, links)
+    said, holding = translations(word, [alone, again])
     assert holding == 2
-    assert said == Counter({tuple(target[fu:ends]): 2})
+    assert said == {tuple(target[fu:ends]): [1, 3]}
     shared = AlignedPair.build(2, source, target, [*links, (0, fu)])
     said, holding = translations(word, [shared])
-    assert (said, holding) == (Counter(), 1)
+    assert (said, holding) == ({}, 1)
 
 
 def test_only_translations_enough_pairs_agree_on_become_pieces() -> None:
-    said = Counter({("▁Fuß", "zeile"): 3, ("▁Seiten", "ende"): 1})
+    """Each piece with its share of the pairs and the first segment that gives it."""
+    said = {("▁Fuß", "zeile"): [7, 8, 9], ("▁Seiten", "ende"): [6]}
     pieces = lookup_pieces(said, 4, max_n=4, least_share=0.4)
-    assert pieces == {("▁Fuß",): 0.75, ("zeile",): 0.75, ("▁Fuß", "zeile"): 0.75}
+    assert pieces == {("▁Fuß",): (0.75, 7), ("zeile",): (0.75, 7), ("▁Fuß", "zeile"): (0.75, 7)}
 
 
 def test_word_lookup_options_are_checked() -> None:

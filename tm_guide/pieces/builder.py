@@ -221,7 +221,11 @@ class PieceBuilder:
         ):
             result.template = match_template(absorbed[best], taken[best], options.repair)
         if result.template is not None and best is not None and options.word_lookups:
-            best_weight = options.weighting.weight(comparisons[best].similarity)
+            best_weight = (
+                1.0
+                if options.binary_reward
+                else options.weighting.weight(comparisons[best].similarity)
+            )
             self._look_up_words(
                 tokens, absorbed[best].source, hits, memory_ids, options, table, best_weight
             )
@@ -287,10 +291,9 @@ class PieceBuilder:
             said, asked = translations(word, looked)
             if not asked:
                 continue
-            for gram, share in lookup_pieces(
-                said, asked, options.max_n, options.word_share
-            ).items():
-                table.add({gram}, weight * share, looked[0].segment_id)
+            found_pieces = lookup_pieces(said, asked, options.max_n, options.word_share)
+            for gram, (share, segment_id) in found_pieces.items():
+                table.add({gram}, weight * share, segment_id)
                 if options.clipped:
                     table.limit({gram: 1})
 

@@ -11,8 +11,7 @@ of the input, weighed by how many of those pairs agree.
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from tm_guide.pieces.collect import AlignedPair
@@ -68,11 +67,12 @@ def missing_words(query: Sequence[str], source: Sequence[str]) -> list[SourceWor
 
 def translations(
     word: SourceWord, pairs: Sequence[AlignedPair]
-) -> tuple[Counter[tuple[str, ...]], int]:
-    """In how many of `pairs` each target run translates `word` (the target words aligned to
-    an occurrence of it, the same letters in any case, and to no other source word, when they
-    stand together), and how many of the pairs hold it."""
-    said: Counter[tuple[str, ...]] = Counter()
+) -> tuple[dict[tuple[str, ...], list[int]], int]:
+    """Each target run that translates `word` in `pairs` (the target words aligned to an
+    occurrence of it, the same letters in any case, and to no other source word, when they
+    stand together), with the segments of the pairs that give it; and how many of the pairs
+    hold the word."""
+    said: dict[tuple[str, ...], list[int]] = {}
     wanted = word.text.lower()
     holding = 0
     for pair in pairs:
@@ -87,23 +87,26 @@ def translations(
             inside = [t for t, m in enumerate(links) if m and not m & ~mask]
             if inside and inside[-1] - inside[0] + 1 == len(inside):
                 runs.add(tuple(pair.target[inside[0] : inside[-1] + 1]))
-        said.update(runs)
+        for run in runs:
+            said.setdefault(run, []).append(pair.segment_id)
     return said, holding
 
 
 def lookup_pieces(
-    said: Counter[tuple[str, ...]], asked: int, max_n: int, least_share: float
-) -> dict[tuple[str, ...], float]:
+    said: Mapping[tuple[str, ...], Sequence[int]], asked: int, max_n: int, least_share: float
+) -> dict[tuple[str, ...], tuple[float, int]]:
     """The n-grams (up to max_n tokens) of each translation that at least `least_share` of the
-    `asked` pairs give, with that share: a word the memory translates one way throughout is
-    trusted, one it translates many ways is left to the model."""
-    pieces: dict[tuple[str, ...], float] = {}
-    for run, count in said.items():
-        share = count / asked
+    `asked` pairs give, with that share and the first segment that gives it: a word the memory
+    translates one way throughout is trusted, one it translates many ways is left to the
+    model."""
+    pieces: dict[tuple[str, ...], tuple[float, int]] = {}
+    for run, segments in said.items():
+        share = len(segments) / asked
         if share < least_share:
             continue
         for i in range(len(run)):
             for j in range(i + 1, min(len(run), i + max_n) + 1):
                 gram = run[i:j]
-                pieces[gram] = max(pieces.get(gram, 0.0), share)
+                if gram not in pieces or pieces[gram][0] < share:
+                    pieces[gram] = (share, segments[0])
     return pieces
