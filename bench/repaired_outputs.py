@@ -1,7 +1,7 @@
 """The repaired close matches of dev sets, printed for a person to read.
 
     python bench/repaired_outputs.py [--domain en-de ...] [--below 1.0] [--sample N --seed S]
-        [--out FILE]
+        [--flag] [--out FILE]
 
 Issue #39 asks for the outputs of the repair to be read, counting the words glued across a
 seam or cut in the middle. This writes, for every dev sentence whose served translation repairs
@@ -10,7 +10,9 @@ match's source and target, the output and the reference, as the server would ans
 card's guidance. With --sample, N of them drawn with seed S from all the domains given, taken
 in the order of domain name and line, so that a later reading draws the same sentences. The
 domains are folders of bench/corpus/data (bench/corpus/README.md); the TM is imported and
-aligned once into <domain>/eval.sqlite.
+aligned once into <domain>/eval.sqlite. With --flag, each output's words that the domain's
+German text nowhere writes (bench/unknown_words.py) are listed under it, where a garble or a cut
+word is most likely: a reader's aid, not a count (a new compound counts too).
 
     python bench/repaired_outputs.py --domain en-de --domain debian-docs-en-de \\
         --domain debian-guides-en-de --sample 200 --seed 11
@@ -26,9 +28,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
-def repaired(domain: str, below: float) -> list[tuple[str, int, str]]:
+def repaired(domain: str, below: float, flag: bool = False) -> list[tuple[str, int, str]]:
     """(domain, dev line, text block) of each repaired output of `domain`'s dev set."""
     from dev_memory import dev_memory
+    from unknown_words import DATA, lexicon, unknown
+
+    known = lexicon(DATA / domain) if flag else set()
 
     from tm_guide.decoding.guidance import Guidance
     from tm_guide.decoding.guided import GuidedTranslator, TranslateOptions
@@ -48,18 +53,19 @@ def repaired(domain: str, below: float) -> list[tuple[str, int, str]]:
                     continue
                 [match] = store.get_segments([result.repaired_segment])
                 i = start + k
-                blocks.append(
-                    (
-                        domain,
-                        i,
-                        f"{domain} #{i} similarity {similarity:.2f}\n"
-                        f"  source:    {sources[i]}\n"
-                        f"  match:     {match.source}\n"
-                        f"  its target: {match.target}\n"
-                        f"  output:    {result.translation}\n"
-                        f"  reference: {references[i]}\n",
-                    )
+                block = (
+                    f"{domain} #{i} similarity {similarity:.2f}\n"
+                    f"  source:    {sources[i]}\n"
+                    f"  match:     {match.source}\n"
+                    f"  its target: {match.target}\n"
+                    f"  output:    {result.translation}\n"
+                    f"  reference: {references[i]}\n"
                 )
+                if flag:
+                    said = {"source": sources[i], "served": result.translation}
+                    if words := unknown(said, known):
+                        block += f"  unknown:   {', '.join(words)}\n"
+                blocks.append((domain, i, block))
     return blocks
 
 
@@ -69,12 +75,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--below", type=float, default=1.0, help="only matches below this")
     parser.add_argument("--sample", type=int, help="draw this many of them")
     parser.add_argument("--seed", type=int, default=11, help="the draw's seed")
+    parser.add_argument("--flag", action="store_true", help="list words the domain never writes")
     parser.add_argument("--out", type=Path, help="write here instead of standard output")
     args = parser.parse_args(argv)
 
     blocks: list[tuple[str, int, str]] = []
     for domain in args.domain or ["en-de"]:
-        blocks += repaired(domain, args.below)
+        blocks += repaired(domain, args.below, args.flag)
     blocks.sort(key=lambda block: block[:2])
     found = len(blocks)
     if args.sample is not None and args.sample < found:

@@ -35,8 +35,9 @@ def lexicon(folder: Path) -> set[str]:
 
 
 def unknown(sentence: dict[str, object], known: set[str]) -> list[str]:
-    """The served output's words found neither in the domain nor in the input."""
-    source = str(sentence["source"])
+    """The served output's words found neither in the domain nor among the input's words (a
+    part of one is not: "LibreOffi" cut from the source's "LibreOffice" counts)."""
+    source = set(WORD.findall(str(sentence["source"])))
     return [
         w
         for w in WORD.findall(str(sentence["served"]))
