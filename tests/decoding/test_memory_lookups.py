@@ -1,6 +1,6 @@
 """Words the retrieved pairs do not say, looked up alone in a real memory for what it calls
-them: a new function name (tm_guide.pieces.code_words) and any word a repaired match lacks
-(tm_guide.pieces.lookups)."""
+them: a new function name (tm_guide.pieces.code_words), a new name (tm_guide.pieces.names) and
+any word a repaired match lacks (tm_guide.pieces.lookups)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from tm_guide.pieces import PieceOptions
 from tm_guide.pieces.code_words import missing_code_words
 from tm_guide.pieces.collect import AlignedPair
 from tm_guide.pieces.lookups import SourceWord, lookup_pieces, missing_words, translations
+from tm_guide.pieces.names import written_as_is
 from tm_guide.pieces.repair import RepairOptions
 
 from .helpers import aligned_memory
@@ -35,6 +36,16 @@ TM = [
     ("Inserts a footer.", "Fügt eine Fußzeile ein."),
     ("Removes the footer.", "Entfernt die Fußzeile."),
     ("Footer", "Fußzeile"),
+    # the guides' headings: Nagios set up; Munin, written as it is wherever the memory has it
+    ("12.4.2. Setting Up Nagios", "12.4.2. Nagios einrichten"),
+    ("The Munin plugins", "Die Munin-Plugins"),
+    (
+        "Unlike Munin, Nagios needs no agent.",
+        "Im Gegensatz zu Munin braucht Nagios keinen Agenten.",
+    ),
+    # the help's: a German target that writes an English noun as it is, and pictures
+    ("Inserting Hyperlinks", "Hyperlinks einfügen"),
+    ("Pictures and Charts", "Bilder und Diagramme"),
 ]
 FLOOR = "The FLOOR function rounds a number up."
 FOOTER = "Set the properties of the footer."
@@ -148,3 +159,41 @@ def test_word_lookup_options_are_checked() -> None:
         PieceOptions(word_lookups=-1)
     with pytest.raises(InvalidInput):
         PieceOptions(word_share=0.0)
+
+
+def _kept(translator, demo, memory, query: str, match: str) -> str:  # type: ignore[no-untyped-def]
+    """What the repair of `match`, the one pair retrieved for `query`, keeps."""
+    pieces = translator.collect_pieces(demo.encode_source(query), _options(memory))
+    assert [m.segment.source for m in pieces.matches] == [match]
+    assert pieces.template is not None
+    return "".join(pieces.template.tokens).replace("\u2581", " ")
+
+
+def test_a_name_the_memory_writes_as_it_is_replaces_the_matchs(store_and_memory, demo):  # type: ignore[no-untyped-def]
+    """ "Setting Up Munin" from Nagios's heading: Munin is written as it is wherever the memory
+    has it, so the match takes it and leaves no gap ("Setze Munin einrichten" before); the
+    help's "Pictures" is translated where the memory has it, so "Hyperlinks einfügen" does not
+    become "Pictures einfügen" although its target writes its English noun as it is."""
+    store, memory = store_and_memory
+    translator = GuidedTranslator(demo, store)
+    munin = _kept(translator, demo, memory, "12.4.1. Setting Up Munin", "12.4.2. Setting Up Nagios")
+    assert "Munin" in munin and "Nagios" not in munin
+    kept = _kept(translator, demo, memory, "Inserting Pictures", "Inserting Hyperlinks")
+    assert "Pictures" not in kept
+    [result] = translator.translate(["12.4.1. Setting Up Munin"], _options(memory))
+    assert result.translation == "12.4.1. Munin einrichten"
+
+
+def test_a_word_is_written_as_is_where_every_pair_holding_it_writes_it() -> None:
+    pairs = [
+        (
+            "Iceweasel (a version of Mozilla Firefox)",
+            "Iceweasel (eine Version von Mozilla Firefox)",
+        ),
+        ("the Mozilla software", "der Mozilla-Software"),
+        ("Mozilla's mail client", "Mozillas E-Mail-Programm"),
+        ("a mozilla of a word", "ein Wort"),  # not the name: its case differs
+    ]
+    assert written_as_is("Mozilla", pairs)
+    assert not written_as_is("Mozilla", [*pairs, ("Mozilla add-ons", "Erweiterungen")])
+    assert not written_as_is("Mozilla", [("unrelated", "anders")])  # no pair holds it

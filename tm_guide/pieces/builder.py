@@ -31,6 +31,7 @@ from tm_guide.pieces.collect import (
     piece_counts,
 )
 from tm_guide.pieces.lookups import lookup_pieces, missing_words, translations
+from tm_guide.pieces.names import absorb_names, written_as_is
 from tm_guide.pieces.repair import (
     MatchTemplate,
     RepairOptions,
@@ -186,6 +187,14 @@ class PieceBuilder:
             self.tokenizer.encode_target,
             lambda missing: self._references(missing, hits, memory_ids, options),
         )
+        # and the names it replaces, where the memory writes the new one as it is (names.py)
+        absorbed = absorb_names(
+            tokens,
+            absorbed,
+            self.tokenizer.encode_source,
+            self.tokenizer.encode_target,
+            lambda word: self._is_name(word, memory_ids),
+        )
         taken = [
             comparison if new is pair else compare(tokens, new.source)
             for pair, new, comparison in zip(pairs, absorbed, comparisons, strict=True)
@@ -263,6 +272,11 @@ class PieceBuilder:
                     seen.add(hit.segment.id)
                     segments.append(hit.segment)
         return self._aligned_pairs(segments) if segments else []
+
+    def _is_name(self, word: str, memory_ids: Sequence[int]) -> bool:
+        """Whether the memory writes `word` as it is wherever a pair found for it holds it."""
+        hits = self.store.search(list(memory_ids), word, limit=WORD_HITS)
+        return written_as_is(word, [(hit.segment.source, hit.segment.target) for hit in hits])
 
     def _look_up_words(
         self,

@@ -68,7 +68,9 @@ MIN_CORE = 3
 
 
 @dataclass(frozen=True)
-class _Word:
+class Word:
+    """A word of a pair's joined tokens: where it starts and ends, and its kind."""
+
     start: int
     end: int
     text: str
@@ -83,7 +85,7 @@ def missing_code_words(query: Sequence[str], pairs: Sequence[AlignedPair]) -> li
     return _missing(_code_words("".join(query)), held)
 
 
-def _missing(query_words: list[_Word], held: frozenset[str]) -> list[str]:
+def _missing(query_words: list[Word], held: frozenset[str]) -> list[str]:
     missing: list[str] = []
     for word in query_words:
         if word.kind in _TRANSLATED and word.text not in held and word.text not in missing:
@@ -126,7 +128,7 @@ def absorb_code_words(
 
 
 def _translations(
-    pairs: Sequence[AlignedPair], source_words: list[list[_Word]]
+    pairs: Sequence[AlignedPair], source_words: list[list[Word]]
 ) -> dict[str, str | None]:
     """Each code word of the retrieved sources, with what their targets write for it at its
     place (_target_of): the one translation where every pair that says gives the same, None
@@ -145,9 +147,9 @@ def _translations(
 
 
 def _absorbed(
-    query_words: list[_Word],
+    query_words: list[Word],
     pair: AlignedPair,
-    source_words: list[_Word],
+    source_words: list[Word],
     held: frozenset[str],
     known: dict[str, str | None],
     encode_source: Callable[[str], list[str]],
@@ -161,8 +163,8 @@ def _absorbed(
     if any(_CONTROL.fullmatch(token) for token in (*pair.source, *pair.target)):
         return pair  # a byte piece (<0xC2>) is no text to edit and encode again
     target_words = _code_words("".join(pair.target))
-    source_edits: list[tuple[_Word, str]] = []
-    target_edits: list[tuple[_Word, str]] = []
+    source_edits: list[tuple[Word, str]] = []
+    target_edits: list[tuple[Word, str]] = []
     for k, new in _changed(source_words, query_words):
         old = source_words[k]
         translation = _target_of(k, source_words, target_words)
@@ -179,6 +181,20 @@ def _absorbed(
         target_edits.append((translation, changed))
     if not source_edits:
         return pair
+    return rebuilt(pair, source_edits, target_edits, encode_source, encode_target)
+
+
+def rebuilt(
+    pair: AlignedPair,
+    source_edits: list[tuple[Word, str]],
+    target_edits: list[tuple[Word, str]],
+    encode_source: Callable[[str], list[str]],
+    encode_target: Callable[[str], list[str]],
+) -> AlignedPair:
+    """`pair` with the words of `source_edits` and `target_edits` (each a word of its joined
+    tokens and what it becomes) replaced, its tokens encoded again and each new token aligned as
+    the old tokens it covers were; `pair` itself where an edited text does not encode back to
+    the same characters."""
     source = _encoded(pair.source, source_edits, encode_source)
     target = _encoded(pair.target, target_edits, encode_target)
     if source is None or target is None:
@@ -258,9 +274,9 @@ def _separated_as(old: str, new: str, target: str) -> str | None:
     return "".join(mapped.get(c, c) for c in new)
 
 
-def _code_words(text: str) -> list[_Word]:
+def _code_words(text: str) -> list[Word]:
     return [
-        _Word(m.start(), m.end(), m.group(), m.lastgroup or "identifier")
+        Word(m.start(), m.end(), m.group(), m.lastgroup or "identifier")
         for m in CODE_WORD.finditer(text)
     ]
 
@@ -269,7 +285,7 @@ def _pairs_by_core(size: int, a: str, b: str) -> bool:
     return size >= MIN_CORE and 2 * size >= max(len(a), len(b))
 
 
-def _changed(source: list[_Word], query: list[_Word]) -> list[tuple[int, str]]:
+def _changed(source: list[Word], query: list[Word]) -> list[tuple[int, str]]:
     """(index in `source`, the query's word) for each source code word the query changes: the
     words in a replaced stretch of the two sequences, paired in order where the stretches are
     as long, else each with the one it shares most of its letters with."""
@@ -302,7 +318,7 @@ def _changed(source: list[_Word], query: list[_Word]) -> list[tuple[int, str]]:
     return changed
 
 
-def _target_of(k: int, source: list[_Word], target: list[_Word]) -> _Word | None:
+def _target_of(k: int, source: list[Word], target: list[Word]) -> Word | None:
     """The target code word that translates source code word `k`: the one at the same place
     among the paths, the names or the other code words, where both sides hold as many of
     them, else the same word at the same occurrence where the target holds it as often."""
@@ -321,7 +337,7 @@ def _target_of(k: int, source: list[_Word], target: list[_Word]) -> _Word | None
 
 def _encoded(
     tokens: Sequence[str],
-    edits: list[tuple[_Word, str]],
+    edits: list[tuple[Word, str]],
     encode: Callable[[str], list[str]],
 ) -> tuple[list[str], list[set[int]]] | None:
     """The tokens of the joined `tokens` with `edits` applied, and for each new token the old
