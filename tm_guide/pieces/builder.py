@@ -14,6 +14,7 @@ matches.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections import OrderedDict
@@ -187,13 +188,14 @@ class PieceBuilder:
             self.tokenizer.encode_target,
             lambda missing: self._references(missing, hits, memory_ids, options),
         )
-        # and the names it replaces, where the memory writes the new one as it is (names.py)
+        # and the names it replaces, where the memory writes the new one as it is (names.py);
+        # one search per new name, however many retrieved pairs it replaces a name in
         absorbed = absorb_names(
             tokens,
             absorbed,
             self.tokenizer.encode_source,
             self.tokenizer.encode_target,
-            lambda word: self._is_name(word, memory_ids),
+            functools.cache(lambda word: self._is_name(word, memory_ids)),
         )
         taken = [
             comparison if new is pair else compare(tokens, new.source)
