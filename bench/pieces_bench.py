@@ -7,7 +7,11 @@ segments. The memory is the LibreOffice help TM split (bench/corpus, when built)
 a synthetic UI-text TM with held-out queries.
 
     python bench/pieces_bench.py [--tm FILE --test FILE --pad FILE] [--segments 50000]
-                                 [--queries 300] [--model BUNDLE]
+                                 [--queries 300] [--model BUNDLE] [--repair SPEC]
+
+--repair takes a model card's `guided_repair` (`0.5:1:1` for the demo card): matches from that
+similarity are repaired, and their words and names the match lacks are looked up in the memory
+(tm_guide.pieces.lookups, names), as the server does; without it no match is repaired.
 
 Targets: retrieval + collection <= 5 ms median at M=10, <= 25 ms at M=100.
 """
@@ -30,6 +34,7 @@ sys.path.insert(0, str(REPO))
 from tm_guide.pieces.align import AlignOptions, MemoryAligner  # noqa: E402
 from tm_guide.pieces.builder import PieceBuilder, PieceOptions  # noqa: E402
 from tm_guide.pieces.quality import read_gold  # noqa: E402
+from tm_guide.pieces.repair import RepairOptions  # noqa: E402
 from tm_guide.pieces.tokenizer import SentencePieceTokenizer  # noqa: E402
 from tm_guide.records import SegmentRecord  # noqa: E402
 
@@ -117,6 +122,7 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--model", type=Path, help="bundle whose tokenizer to use")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--repair", default="off", help="a card's guided_repair, as 0.5:1:1")
     args = parser.parse_args()
 
     from tm_guide.store import Store
@@ -161,7 +167,7 @@ def main() -> int:
         builder = PieceBuilder(store, tokenizer, aligner=aligner)
         rows = []
         for m in (10, 100):
-            options = PieceOptions(m=m)
+            options = PieceOptions(m=m, repair=RepairOptions.parse(args.repair))
             for text in queries[:20]:  # warm caches (index readers, SQLite pages)
                 builder.collect(text, [memory.id], options)
             timings: dict[str, list[float]] = {stage: [] for stage in STAGES}

@@ -40,11 +40,18 @@ def absorb_names(
     says the new one is a name (what the memory writes as it is); the pair itself where there
     is none."""
     query_text = "".join(query)
-    return [_absorbed(query_text, pair, encode_source, encode_target, is_name) for pair in pairs]
+    capitalised = frozenset(_CAPITALISED.findall(query_text))
+    if not capitalised:
+        return list(pairs)
+    return [
+        _absorbed(query_text, capitalised, pair, encode_source, encode_target, is_name)
+        for pair in pairs
+    ]
 
 
 def _absorbed(
     query_text: str,
+    capitalised: frozenset[str],
     pair: AlignedPair,
     encode_source: Callable[[str], list[str]],
     encode_target: Callable[[str], list[str]],
@@ -53,6 +60,10 @@ def _absorbed(
     if not any(SENTENCEPIECE_SPACE in token for token in pair.source):
         return pair
     source_text, target_text = "".join(pair.source), "".join(pair.target)
+    # most pairs replace no capitalised word by another: tell them apart before any diff
+    own = frozenset(_CAPITALISED.findall(source_text))
+    if not (capitalised - own) or not (own - capitalised):
+        return pair
     old_words = list(_WORD.finditer(source_text))
     new_words = list(_WORD.finditer(query_text))
     a, b = [m.group() for m in old_words], [m.group() for m in new_words]
