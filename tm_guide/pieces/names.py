@@ -60,9 +60,10 @@ def _absorbed(
     if not any(SENTENCEPIECE_SPACE in token for token in pair.source):
         return pair
     source_text, target_text = "".join(pair.source), "".join(pair.target)
-    # most pairs replace no capitalised word by another: tell them apart before any diff
+    # most pairs replace no name by another: tell them apart before any diff (a word that the
+    # input lacks and the target writes as it is, and a word of the input the source lacks)
     own = frozenset(_CAPITALISED.findall(source_text))
-    if not (capitalised - own) or not (own - capitalised):
+    if not (capitalised - own) or not (own - capitalised) & set(_CAPITALISED.findall(target_text)):
         return pair
     old_words = list(_WORD.finditer(source_text))
     new_words = list(_WORD.finditer(query_text))
