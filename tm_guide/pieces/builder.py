@@ -18,7 +18,7 @@ import functools
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,10 +46,9 @@ MAX_RETRIEVAL = 100
 Ngram = tuple[str, ...]
 
 
-# pairs retrieved for each code word looked up alone (PieceOptions.code_word_lookups)
-CODE_WORD_HITS = 5
-# pairs retrieved for each word looked up alone (PieceOptions.word_lookups)
-WORD_HITS = 5
+# pairs retrieved for a word looked up alone: a code word (PieceOptions.code_word_lookups), a
+# new name (names.py) or a word a repaired match lacks (PieceOptions.word_lookups)
+ALONE_HITS = 5
 
 
 @dataclass(frozen=True)
@@ -179,6 +178,11 @@ class PieceBuilder:
         analysed = clock()
 
         comparisons = [compare(tokens, pair.source) for pair in pairs]
+        # a word looked up alone is searched once for the sentence, whichever rule asks for it
+        # (an identifier no retrieved source holds is a code word and a word the match lacks)
+        alone: Callable[[str], list[Any]] = functools.cache(
+            lambda word: self.store.search(list(memory_ids), word, limit=ALONE_HITS)
+        )
         # the matches with the code words the input changes changed too (code_words.py): what
         # their pieces and the repair work from; the matches as stored are what is reported
         absorbed = absorb_code_words(
@@ -186,16 +190,15 @@ class PieceBuilder:
             pairs,
             self.tokenizer.encode_source,
             self.tokenizer.encode_target,
-            lambda missing: self._references(missing, hits, memory_ids, options),
+            lambda missing: self._references(missing, hits, alone, options),
         )
-        # and the names it replaces, where the memory writes the new one as it is (names.py);
-        # one search per new name, however many retrieved pairs it replaces a name in
+        # and the names it replaces, where the memory writes the new one as it is (names.py)
         absorbed = absorb_names(
             tokens,
             absorbed,
             self.tokenizer.encode_source,
             self.tokenizer.encode_target,
-            functools.cache(lambda word: self._is_name(word, memory_ids)),
+            lambda word: _is_name(word, alone(word)),
         )
         taken = [
             comparison if new is pair else compare(tokens, new.source)
@@ -238,7 +241,7 @@ class PieceBuilder:
                 else options.weighting.weight(comparisons[best].similarity)
             )
             self._look_up_words(
-                tokens, absorbed[best].source, hits, memory_ids, options, table, best_weight
+                tokens, absorbed[best].source, hits, alone, options, table, best_weight
             )
         result.ngrams = table.scores
         result.provenance = table.provenance
@@ -259,7 +262,7 @@ class PieceBuilder:
         self,
         missing: list[str],
         hits: Sequence[Any],
-        memory_ids: Sequence[int],
+        alone: Callable[[str], list[Any]],
         options: PieceOptions,
     ) -> list[AlignedPair]:
         """The pairs that say what a memory calls the input's identifiers and names that no
@@ -269,23 +272,18 @@ class PieceBuilder:
         seen = {hit.segment.id for hit in hits}
         segments = []
         for word in missing[: options.code_word_lookups]:
-            for hit in self.store.search(list(memory_ids), word, limit=CODE_WORD_HITS):
+            for hit in alone(word):
                 if hit.segment.id not in seen:
                     seen.add(hit.segment.id)
                     segments.append(hit.segment)
         return self._aligned_pairs(segments) if segments else []
-
-    def _is_name(self, word: str, memory_ids: Sequence[int]) -> bool:
-        """Whether the memory writes `word` as it is wherever a pair found for it holds it."""
-        hits = self.store.search(list(memory_ids), word, limit=WORD_HITS)
-        return written_as_is(word, [(hit.segment.source, hit.segment.target) for hit in hits])
 
     def _look_up_words(
         self,
         tokens: Sequence[str],
         match_source: Sequence[str],
         hits: Sequence[Any],
-        memory_ids: Sequence[int],
+        alone: Callable[[str], list[Any]],
         options: PieceOptions,
         table: PieceTable,
         weight: float,
@@ -296,11 +294,7 @@ class PieceBuilder:
         word that translate it so."""
         seen = {hit.segment.id for hit in hits}
         for word in missing_words(tokens, match_source)[: options.word_lookups]:
-            found = [
-                hit.segment
-                for hit in self.store.search(list(memory_ids), word.text, limit=WORD_HITS)
-                if hit.segment.id not in seen
-            ]
+            found = [hit.segment for hit in alone(word.text) if hit.segment.id not in seen]
             if not found:
                 continue
             looked = self._aligned_pairs(found)
@@ -372,3 +366,8 @@ class ParsedPairCache:
                 if len(self._pairs) > self.size:
                     self._pairs.popitem(last=False)
         return pair
+
+
+def _is_name(word: str, hits: Sequence[Any]) -> bool:
+    """Whether the memory writes `word` as it is wherever a pair found for it holds it."""
+    return written_as_is(word, [(hit.segment.source, hit.segment.target) for hit in hits])
