@@ -68,6 +68,43 @@ def test_input_tokens_the_match_lacks_are_written_after_the_word_before_them():
     assert template.gaps == (0, 0, 2, 0, 0)  # after "fügen", not inside "Hinzufügen"
 
 
+def test_a_clause_added_at_the_end_of_the_source_goes_at_the_end_of_the_target():
+    # "Click OK to close the dialog." -> "... the dialog and save the file.": German ends the
+    # clause on its verb ("um den Dialog zu schließen"), so the added clause follows that, not
+    # the word "Dialog" that "dialog" is aligned to
+    pair = _pair(
+        "▁Click ▁OK ▁to ▁close ▁the ▁dialog .",
+        "▁Klicken ▁Sie ▁auf ▁OK , ▁um ▁den ▁Dialog ▁zu ▁schließen .",
+        [(0, 0), (0, 1), (1, 3), (2, 5), (3, 9), (4, 6), (5, 7), (6, 10)],
+    )
+    query = [
+        "▁Click",
+        "▁OK",
+        "▁to",
+        "▁close",
+        "▁the",
+        "▁dialog",
+        "▁and",
+        "▁save",
+        "▁the",
+        "▁file",
+        ".",
+    ]
+    comparison = compare(query, pair.source)
+    assert comparison.inserted[6] == 4
+    template = match_template(pair, comparison, OPTIONS)
+    assert template is not None
+    assert template.tokens == pair.target
+    assert template.gaps == (0,) * 10 + (5, 0)  # before the period
+    assert template.least == (0,) * 10 + (1, 0)
+    # fewer tokens than RepairOptions.tail stay after the word before them ("in the document"
+    # goes before a separable verb's particle, "den Text im Dokument aus")
+    short = match_template(pair, comparison, RepairOptions(threshold=0.5, tail=5))
+    assert short is not None and short.gaps == (0,) * 8 + (5, 0, 0, 0)
+    never = match_template(pair, comparison, RepairOptions(threshold=0.5, tail=0))
+    assert never is not None and never.gaps == short.gaps
+
+
 def test_a_whole_word_goes_when_one_of_its_pieces_is_edited():
     pair = _pair("▁a ▁b", "▁x y z ▁w", [(0, 0), (1, 1), (1, 3)])
     comparison = compare(["▁a", "▁c"], pair.source)
