@@ -31,6 +31,7 @@ from tm_guide.pieces.collect import (
     compare,
     piece_counts,
 )
+from tm_guide.pieces.letter_case import absorb_case
 from tm_guide.pieces.lookups import lookup_pieces, missing_words, translations
 from tm_guide.pieces.names import absorb_names, written_as_is
 from tm_guide.pieces.repair import (
@@ -41,6 +42,7 @@ from tm_guide.pieces.repair import (
 )
 from tm_guide.pieces.tokenizer import Tokenizer, tokens_to_text
 from tm_guide.pieces.weighting import PieceWeighting
+from tm_guide.text.words import occurs_as_word
 
 MAX_RETRIEVAL = 100
 Ngram = tuple[str, ...]
@@ -199,6 +201,16 @@ class PieceBuilder:
             self.tokenizer.encode_source,
             self.tokenizer.encode_target,
             lambda word: _is_name(word, alone(word)),
+        )
+        # and the words it writes in another letter case only (letter_case.py)
+        absorbed = absorb_case(
+            tokens,
+            absorbed,
+            self.tokenizer.encode_source,
+            self.tokenizer.encode_target,
+            lambda small, word: any(
+                occurs_as_word(small, hit.segment.target) for hit in [*hits, *alone(word)]
+            ),
         )
         taken = [
             comparison if new is pair else compare(tokens, new.source)
