@@ -20,7 +20,8 @@ from tm_guide.decoding.search import SearchOptions, beam_search
 from tm_guide.decoding.template import TargetTemplate
 from tm_guide.model import Bundle
 from tm_guide.pieces.code_words import absorb_code_words
-from tm_guide.pieces.collect import AlignedPair, compare, piece_counts
+from tm_guide.pieces.collect import AlignedPair, compare_words, piece_counts
+from tm_guide.pieces.letter_case import absorb_case
 from tm_guide.pieces.repair import RepairOptions, continuation_mask, match_template
 
 
@@ -79,7 +80,11 @@ def repair():  # type: ignore[no-untyped-def]
         query_tokens = bundle.encode_source(query)
         # as PieceBuilder does: the code words the query changes are changed in the match first
         [pair] = absorb_code_words(query_tokens, [pair], bundle.encode_source, bundle.encode_target)
-        comparison = compare(query_tokens, pair.source)
+        # and the words it writes in another case only, the memory writing every word small
+        [pair] = absorb_case(
+            query_tokens, [pair], bundle.encode_source, bundle.encode_target, lambda *_: True
+        )
+        comparison = compare_words(query_tokens, pair.source)
         shape = match_template(pair, comparison, RepairOptions(0.5))
         assert shape is not None
         template = TargetTemplate.from_tokens(
@@ -204,6 +209,27 @@ CASES = [
         '=AVERAGEIF(B2:B6;">=20")',
         '=MITTELWERTWENN(B2:B6;">=20")',
         id="a-function-name-loses-what-its-source-lost",
+    ),
+    pytest.param(
+        # was "..., um den Dialog Schließen zu schließen.": the added clause went after
+        # "Dialog", before the verb German ends the clause on, and the model wrote no clause
+        "Click OK to close the dialog.",
+        "Klicken Sie auf OK, um den Dialog zu schließen.",
+        {(0, 0), (0, 1), (1, 3), (2, 5), (2, 7), (3, 8), (4, 6), (5, 7)},
+        "Click OK to close the dialog and apply the changes.",
+        "Klicken Sie auf OK, um den Dialog zu schließen und die Änderungen anzuwenden.",
+        id="a-clause-added-at-the-end-is-written-at-the-end",
+    ),
+    pytest.param(
+        # was "Öffnen Sie eine vorhandene Datei – Senden – ..." for "Open an existing document
+        # and choose File - ...": "Choose" became "choose", an edit, so "Wählen Sie" went and
+        # the gap wrote the new clause in its place
+        "Choose File - Send - Create Master Document.",
+        "Wählen Sie Datei – Senden – Globaldokument erzeugen.",
+        {(0, 0), (0, 1), (1, 2), (2, 3), (3, 4), (4, 5), (5, 7), (6, 6), (7, 6)},
+        "To create a master document, choose File - Send - Create Master Document.",
+        "Um ein Master-Dokument zu erstellen, wählen Sie Datei – Senden – Globaldokument erzeugen.",
+        id="a-word-in-another-case-is-kept-and-written-small-mid-sentence",
     ),
 ]
 

@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tm_guide.errors import InvalidInput
-from tm_guide.pieces.collect import AlignedPair, collect_ngrams, compare
+from tm_guide.pieces.collect import AlignedPair, collect_ngrams, compare, compare_words
 from tm_guide.pieces.repair import (
     MatchTemplate,
     RepairOptions,
@@ -301,3 +301,31 @@ def test_a_template_loses_the_edge_marks_it_kept_and_its_gaps_there_join():
         without_edge_marks(MatchTemplate(("<0xC2>", "<0xB6>"), (0, 0, 0), (0, 1), 1, 1.0), pilcrow)
         is None
     )
+
+
+def test_the_repair_compares_words_not_pieces():
+    # "▁file" + "s": a script over pieces keeps "▁file" and inserts "s", and the repair would
+    # keep "Datei" for "files"; over words the word is replaced whole, its pieces in order
+    source = ["▁Save", "▁the", "▁file"]
+    query = ["▁Save", "▁the", "▁file", "s"]
+    by_pieces = compare(query, source)
+    assert by_pieces.unedited == 0b111 and by_pieces.inserted == (0, 0, 0, 1)
+    words = compare_words(query, source)
+    assert words.unedited == 0b011 and words.replaced == 0b100
+    assert words.inserted == (0, 0, 0, 1)  # the piece "s" the word lacks, after it
+    assert (words.similarity, words.distance) == (by_pieces.similarity, by_pieces.distance)
+    # words in capitals are spelt in letters: "AVEDEV" deleted from the end does not touch
+    # the pieces of the words before it
+    source = ["▁A", "VE", "R", "AGE", ",", "▁A", "VE", "DE", "V"]
+    query = ["▁A", "VE", "R", "AGE"]
+    words = compare_words(query, source)
+    assert words.unedited == 0b1111 and words.replaced == 0 and words.inserted == ()
+    # a word of the input the match lacks: its tokens are inserted before the next word
+    words = compare_words(["▁Save", "▁new", "▁file"], ["▁Save", "▁file"])
+    assert words.unedited == 0b11 and words.inserted == (0, 1, 0)
+    # a name in capitals that gains a prefix is compared piece by piece: its translation kept
+    # ("KALENDERWOCHE"), the prefix written before it
+    source = ["▁=", "W", "E", "E", "K", "NUM", "("]
+    query = ["▁=", "ISO", "W", "E", "E", "K", "NUM", "("]
+    words = compare_words(query, source)
+    assert words == compare(query, source)

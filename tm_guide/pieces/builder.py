@@ -29,6 +29,7 @@ from tm_guide.pieces.collect import (
     AlignedPair,
     PieceTable,
     compare,
+    compare_words,
     piece_counts,
 )
 from tm_guide.pieces.letter_case import absorb_case
@@ -245,7 +246,9 @@ class PieceBuilder:
             and options.repair.applies(comparisons[best].similarity)
             and options.repair.shares(word_similarity(tokens, absorbed[best].source))
         ):
-            result.template = match_template(absorbed[best], taken[best], options.repair)
+            # the repair edits words: its script is over them (compare_words)
+            words = compare_words(tokens, absorbed[best].source)
+            result.template = match_template(absorbed[best], words, options.repair)
         if result.template is not None and best is not None and options.word_lookups:
             best_weight = (
                 1.0

@@ -14,7 +14,8 @@ from functools import cached_property
 
 from rapidfuzz.distance import Levenshtein
 
-from tm_guide.pieces.words import word_masks
+from tm_guide.pieces.tokenizer import SENTENCEPIECE_SPACE as SENTENCE_SPACE
+from tm_guide.pieces.words import word_masks, word_numbers, word_starts
 from tm_guide.similarity import similarity_from_distance
 
 Link = tuple[int, int]
@@ -99,6 +100,85 @@ def compare(query: Sequence[Hashable], tm_source: Sequence[Hashable]) -> EditCom
         replaced,
         tuple(inserted),
     )
+
+
+def compare_words(query: Sequence[str], tm_source: Sequence[str]) -> EditComparison:
+    """X against X^m as `compare`, with the edit script taken over words (word_starts), not
+    pieces: a word of X^m is unedited only where X holds it whole, and a replaced word is
+    replaced whole, its pieces the replacing word's tokens in order (those left over edited,
+    those it lacks inserted after it). A script over pieces pairs the letters of words in
+    capitals ("AVEDEV", "AVERAGEIF") across words and the pieces of one word with those of
+    another ("file" in "files", whose "Datei" must become "Dateien"). A name in capitals that
+    only gains or loses a prefix or a suffix (WEEKNUM -> ISOWEEKNUM) is compared piece by
+    piece: its translation is kept and the affix written beside it, where the model would
+    write the whole name anew, letter by letter. Eq. 9's similarity and distance stay the
+    pieces'."""
+    by_pieces = compare(query, tm_source)
+    q_words, s_words = _word_spans(query), _word_spans(tm_source)
+    q_text = ["".join(query[a:b]) for a, b in q_words]
+    s_text = ["".join(tm_source[a:b]) for a, b in s_words]
+    unedited = (1 << len(tm_source)) - 1
+    replaced = 0
+    inserted = [0] * (len(tm_source) + 1)
+    for op in Levenshtein.editops(q_text, s_text):
+        if op.tag == "delete":  # a word of X that X^m lacks, before X^m's word dest_pos
+            a, b = q_words[op.src_pos]
+            at = s_words[op.dest_pos][0] if op.dest_pos < len(s_words) else len(tm_source)
+            inserted[at] += b - a
+            continue
+        start, end = s_words[op.dest_pos]
+        if op.tag == "replace" and _affixed(q_text[op.src_pos], s_text[op.dest_pos]):
+            a, b = q_words[op.src_pos]
+            inner = compare(query[a:b], tm_source[start:end])
+            for p in range(start, end):
+                if not inner.unedited >> (p - start) & 1:
+                    unedited &= ~(1 << p)
+            replaced |= inner.replaced << start
+            for p, count in enumerate(inner.inserted):
+                inserted[start + p] += count
+            continue
+        for p in range(start, end):
+            unedited &= ~(1 << p)
+        if op.tag == "replace":
+            a, b = q_words[op.src_pos]
+            for p in range(start, min(end, start + b - a)):
+                replaced |= 1 << p
+            inserted[end] += max(0, (b - a) - (end - start))
+    return EditComparison(
+        by_pieces.distance,
+        by_pieces.similarity,
+        unedited,
+        replaced,
+        tuple(inserted) if any(inserted) else (),
+    )
+
+
+# the least letters a name must share with another, at its start or end, to be the same name
+# with an affix (WEEKNUM in ISOWEEKNUM), not another name
+_AFFIXED_CORE = 4
+
+
+def _affixed(one: str, other: str) -> bool:
+    """Whether two names in capitals (no small letter) are one with a prefix or a suffix of
+    the other."""
+    short, long = sorted((one.lstrip(SENTENCE_SPACE), other.lstrip(SENTENCE_SPACE)), key=len)
+    if any(c.islower() for c in short + long):
+        return False
+    return len(short) >= _AFFIXED_CORE and (long.startswith(short) or long.endswith(short))
+
+
+def _word_spans(tokens: Sequence[str]) -> list[tuple[int, int]]:
+    """Each word's first and past-the-last token (word_starts)."""
+    if not tokens:
+        return []
+    numbers = word_numbers(word_starts(tokens))
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for i in range(1, len(tokens) + 1):
+        if i == len(tokens) or numbers[i] != numbers[i - 1]:
+            spans.append((start, i))
+            start = i
+    return spans
 
 
 def collect_ngrams(
