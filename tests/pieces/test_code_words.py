@@ -243,3 +243,29 @@ def test_a_match_without_a_changed_code_word_is_left_as_it_is(
     encoded = bundle.encode_source(query)
     [absorbed] = absorb_code_words(encoded, [pair], bundle.encode_source, bundle.encode_target)
     assert absorbed is pair
+
+
+def test_the_one_function_name_replaced_takes_what_another_pair_calls_the_new_one(
+    bundle: Bundle,
+) -> None:
+    # the stretches differ in length ("SumRange" is a name, "Average_Range" none), and SUMIF
+    # shares too few letters with AVERAGEIF to pair by them: each is the only identifier of
+    # its stretch, so the one replaces the other, and another pair says MITTELWERTWENN
+    match = _pair(
+        bundle,
+        "SUMIF(Range; Criterion [; SumRange])",
+        "SUMMEWENN(Bereich; Bedingung [; Summenbereich])",
+        [("▁S", "▁S"), ("▁C", "▁Bedingung")],
+    )
+    other = _pair(
+        bundle,
+        "AVERAGE, AVERAGEIF",
+        "MITTELWERT, MITTELWERTWENN",
+        [("▁A", "▁"), (",", ",")],
+    )
+    query = bundle.encode_source("AVERAGEIF(Range; Criterion [; Average_Range ])")
+    absorbed, _ = absorb_code_words(
+        query, [match, other], bundle.encode_source, bundle.encode_target
+    )
+    assert "".join(absorbed.target).startswith("▁MITTELWERTWENN(Bereich;")
+    assert "".join(absorbed.source).startswith("▁AVERAGEIF(Range;")

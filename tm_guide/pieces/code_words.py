@@ -288,7 +288,8 @@ def _pairs_by_core(size: int, a: str, b: str) -> bool:
 def _changed(source: list[Word], query: list[Word]) -> list[tuple[int, str]]:
     """(index in `source`, the query's word) for each source code word the query changes: the
     words in a replaced stretch of the two sequences, paired in order where the stretches are
-    as long, else each with the one it shares most of its letters with."""
+    as long, else the one word of a kind on each side with the other, and each other with the
+    one it shares most of its letters with."""
     a, b = [w.text for w in source], [w.text for w in query]
     changed: list[tuple[int, str]] = []
     for tag, i1, i2, j1, j2 in SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
@@ -303,6 +304,14 @@ def _changed(source: list[Word], query: list[Word]) -> list[tuple[int, str]]:
             continue
         free = set(range(j1, j2))
         for i in range(i1, i2):
+            # the one word of its kind on both sides of the stretch replaces the other
+            # ("SUMIF(Range; ...; SumRange)" -> "AVERAGEIF(Range; ...; Average_Range)")
+            ours = [k for k in range(i1, i2) if source[k].kind == source[i].kind]
+            theirs = [j for j in range(j1, j2) if query[j].kind == source[i].kind]
+            if len(ours) == 1 and len(theirs) == 1 and theirs[0] in free:
+                free.discard(theirs[0])
+                changed.append((i, b[theirs[0]]))
+                continue
             best, best_size = None, 0
             for j in sorted(j for j in free if query[j].kind == source[i].kind):
                 size = (
