@@ -126,3 +126,15 @@ def test_a_noun_that_gains_a_capital_by_leading_the_input_is_kept(bundle: Bundle
     )
     absorbed = _absorbed(bundle, "6.3.1. Basics of SSH", pair, set())
     assert "▁Basic" in absorbed.source and absorbed.target == pair.target
+
+
+def test_a_german_noun_that_spells_the_english_word_keeps_its_capital(bundle: Bundle) -> None:
+    pair = _pair(
+        bundle,
+        "Export Dialog",
+        "Dialog exportieren",
+        [("▁Export", "▁exportieren"), ("▁Dialog", "▁Dialog")],
+    )
+    absorbed = _absorbed(bundle, "Export dialog", pair, set())
+    assert absorbed.source == tuple(bundle.encode_source("Export dialog"))
+    assert absorbed.target == pair.target

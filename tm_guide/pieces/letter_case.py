@@ -99,9 +99,11 @@ def _absorbed(
                     continue
             else:
                 # a word the target writes as it is ("Lex-kompatibler") takes the input's case
-                # there too ("LEX-compatible" -> "LEX-kompatibler")
+                # there too ("LEX-compatible" -> "LEX-kompatibler"), where it gains a capital:
+                # a German noun that spells the English word ("Export Dialog" -> "Dialog
+                # exportieren") keeps its capital in "Export dialog"
                 held = [m for m in _WORD.finditer(target_text) if m.group() == old.group()]
-                if len(held) == 1:
+                if len(held) == 1 and any(c.isupper() for c in new):
                     at = held[0]
                     target_edits.append((Word(at.start(), at.end(), at.group(), "case"), new))
             source_edits.append((Word(old.start(), old.end(), old.group(), "case"), new))
