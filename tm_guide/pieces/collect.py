@@ -14,7 +14,7 @@ from functools import cached_property
 
 from rapidfuzz.distance import Levenshtein
 
-from tm_guide.pieces.tokenizer import SENTENCEPIECE_SPACE as SENTENCE_SPACE
+from tm_guide.pieces.tokenizer import SENTENCEPIECE_SPACE
 from tm_guide.pieces.words import word_masks, word_numbers, word_starts
 from tm_guide.similarity import similarity_from_distance
 
@@ -161,7 +161,9 @@ _AFFIXED_CORE = 4
 def _affixed(one: str, other: str) -> bool:
     """Whether two names in capitals (no small letter) are one with a prefix or a suffix of
     the other."""
-    short, long = sorted((one.lstrip(SENTENCE_SPACE), other.lstrip(SENTENCE_SPACE)), key=len)
+    short, long = sorted(
+        (one.lstrip(SENTENCEPIECE_SPACE), other.lstrip(SENTENCEPIECE_SPACE)), key=len
+    )
     if any(c.islower() for c in short + long):
         return False
     return len(short) >= _AFFIXED_CORE and (long.startswith(short) or long.endswith(short))

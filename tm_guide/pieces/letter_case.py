@@ -14,8 +14,9 @@ Save As" -> "Open a document and choose File - Save As"). The target's first wor
 it, was capitalised for the same reason ("Wählen Sie Datei"), and mid-sentence German writes
 it small ("und wählen Sie Datei") where it is not a noun. The memory says which: the word is
 written small where the retrieved targets write it so ("wählen"), and kept ("Datei") where they
-never do. A word that gains a capital by becoming the input's first is left as an edit: what
-comes before it in the output is the model's to write.
+never do. A word that gains a capital by becoming the input's first keeps the target's words
+for it where they are capitalised too (German nouns); a small one is left as an edit, for the
+model to write at the head of the sentence.
 """
 
 from __future__ import annotations
@@ -44,11 +45,12 @@ def absorb_case(
     written as `query` writes them, and its target's first word written small where that word
     was the source's first and `written(small, word)` says the memory writes it small (where
     the input's `word` is translated); the pair itself where no word differs in case only."""
-    query_text = "".join(query)
-    query_words = list(_WORD.finditer(query_text))
+    query_words = list(_WORD.finditer("".join(query)))
+    # the input's words in any case, and as it writes them
     folded = {m.group().casefold() for m in query_words}
+    exact = {m.group() for m in query_words}
     return [
-        _absorbed(query_words, folded, pair, encode_source, encode_target, written)
+        _absorbed(query_words, folded, exact, pair, encode_source, encode_target, written)
         for pair in pairs
     ]
 
@@ -56,6 +58,7 @@ def absorb_case(
 def _absorbed(
     query_words: list[re.Match[str]],
     folded: set[str],
+    exact: set[str],
     pair: AlignedPair,
     encode_source: Callable[[str], list[str]],
     encode_target: Callable[[str], list[str]],
@@ -66,10 +69,7 @@ def _absorbed(
     source_text = "".join(pair.source)
     old_words = list(_WORD.finditer(source_text))
     # most pairs hold no word of the input in another case: tell them apart before any diff
-    if not any(
-        m.group().casefold() in folded and m.group() not in {q.group() for q in query_words}
-        for m in old_words
-    ):
+    if not any(m.group().casefold() in folded and m.group() not in exact for m in old_words):
         return pair
     a = [m.group().casefold() for m in old_words]
     b = [m.group().casefold() for m in query_words]
