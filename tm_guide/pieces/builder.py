@@ -209,9 +209,7 @@ class PieceBuilder:
             absorbed,
             self.tokenizer.encode_source,
             self.tokenizer.encode_target,
-            lambda small, word: any(
-                occurs_as_word(small, hit.segment.target) for hit in [*hits, *alone(word)]
-            ),
+            lambda small, word: _writes(small, hits) or _writes(small, alone(word)),
         )
         taken = [
             comparison if new is pair else compare(tokens, new.source)
@@ -381,6 +379,11 @@ class ParsedPairCache:
                 if len(self._pairs) > self.size:
                     self._pairs.popitem(last=False)
         return pair
+
+
+def _writes(word: str, hits: Sequence[Any]) -> bool:
+    """Whether a target of `hits` holds `word` as a word, in its case."""
+    return any(occurs_as_word(word, hit.segment.target) for hit in hits)
 
 
 def _is_name(word: str, hits: Sequence[Any]) -> bool:
