@@ -3,8 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 import warnings
 from pathlib import Path
+
+# CTranslate2 is the oracle of the compiled engines' int8 arithmetic. On a CPU that is not
+# Intel's it multiplies int8 with oneDNN's u8s8 kernel, and on an AMD EPYC with AVX2 and no
+# VNNI that gives other sums: "Click the menu." comes out as "Zum Menü klicken." (-0.61)
+# where the fused engine, and CTranslate2 with Intel MKL (its choice on Intel CPUs), give
+# "Klicken Sie auf das Menü." (-0.17). CTranslate2 reads this when it is first imported, so it
+# is set before any test module imports it.
+os.environ.setdefault("CT2_USE_MKL", "1")
 
 import pytest
 from model_families import TINY_SIZES
