@@ -203,14 +203,22 @@ class PieceBuilder:
             self.tokenizer.encode_target,
             lambda word: _is_name(word, alone(word)),
         )
-        # and the words it writes in another letter case only (letter_case.py)
-        absorbed = absorb_case(
-            tokens,
-            absorbed,
-            self.tokenizer.encode_source,
-            self.tokenizer.encode_target,
-            lambda small, word: _writes(small, hits) or _writes(small, alone(word)),
-        )
+        # and, in the matches close enough to repair, the words it writes in another letter
+        # case only (letter_case.py): a repair keeps their translations; a far match's pieces
+        # gain little from them, and re-encoding every retrieved pair cost more than the rest
+        # of the collection
+        close = [i for i, c in enumerate(comparisons) if options.repair.applies(c.similarity)]
+        if close:
+            recased = absorb_case(
+                tokens,
+                [absorbed[i] for i in close],
+                self.tokenizer.encode_source,
+                self.tokenizer.encode_target,
+                lambda small, word: _writes(small, hits) or _writes(small, alone(word)),
+            )
+            absorbed = list(absorbed)
+            for i, pair in zip(close, recased, strict=True):
+                absorbed[i] = pair
         taken = [
             comparison if new is pair else compare(tokens, new.source)
             for pair, new, comparison in zip(pairs, absorbed, comparisons, strict=True)
