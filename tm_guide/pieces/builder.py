@@ -216,7 +216,6 @@ class PieceBuilder:
                 self.tokenizer.encode_target,
                 lambda small, word: _writes(small, hits) or _writes(small, alone(word)),
             )
-            absorbed = list(absorbed)
             for i, pair in zip(close, recased, strict=True):
                 absorbed[i] = pair
         taken = [

@@ -15,7 +15,7 @@ from functools import cached_property
 from rapidfuzz.distance import Levenshtein
 
 from tm_guide.pieces.tokenizer import SENTENCEPIECE_SPACE
-from tm_guide.pieces.words import word_masks, word_numbers, word_starts
+from tm_guide.pieces.words import word_masks, word_spans
 from tm_guide.similarity import similarity_from_distance
 
 Link = tuple[int, int]
@@ -103,7 +103,7 @@ def compare(query: Sequence[Hashable], tm_source: Sequence[Hashable]) -> EditCom
 
 
 def compare_words(query: Sequence[str], tm_source: Sequence[str]) -> EditComparison:
-    """X against X^m as `compare`, with the edit script taken over words (word_starts), not
+    """X against X^m as `compare`, with the edit script taken over words (word_spans), not
     pieces: a word of X^m is unedited only where X holds it whole, and a replaced word is
     replaced whole, its pieces the replacing word's tokens in order (those left over edited,
     those it lacks inserted after it). A script over pieces pairs the letters of words in
@@ -114,7 +114,7 @@ def compare_words(query: Sequence[str], tm_source: Sequence[str]) -> EditCompari
     write the whole name anew, letter by letter. Eq. 9's similarity and distance stay the
     pieces'."""
     by_pieces = compare(query, tm_source)
-    q_words, s_words = _word_spans(query), _word_spans(tm_source)
+    q_words, s_words = word_spans(query), word_spans(tm_source)
     q_text = ["".join(query[a:b]) for a, b in q_words]
     s_text = ["".join(tm_source[a:b]) for a, b in s_words]
     unedited = (1 << len(tm_source)) - 1
@@ -167,20 +167,6 @@ def _affixed(one: str, other: str) -> bool:
     if any(c.islower() for c in short + long):
         return False
     return len(short) >= _AFFIXED_CORE and (long.startswith(short) or long.endswith(short))
-
-
-def _word_spans(tokens: Sequence[str]) -> list[tuple[int, int]]:
-    """Each word's first and past-the-last token (word_starts)."""
-    if not tokens:
-        return []
-    numbers = word_numbers(word_starts(tokens))
-    spans: list[tuple[int, int]] = []
-    start = 0
-    for i in range(1, len(tokens) + 1):
-        if i == len(tokens) or numbers[i] != numbers[i - 1]:
-            spans.append((start, i))
-            start = i
-    return spans
 
 
 def collect_ngrams(

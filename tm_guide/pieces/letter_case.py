@@ -116,29 +116,26 @@ def _target_words(pair: AlignedPair, source_word: re.Match[str]) -> list[str]:
     """The words of the target (runs of letters and digits) with a token aligned to a token of
     `source_word`."""
     bits = _source_bits(pair, source_word)
-    target_text = "".join(pair.target)
-    starts = [0]
-    for token in pair.target:
-        starts.append(starts[-1] + len(token))
     return [
         m.group()
-        for m in _WORD.finditer(target_text)
-        if any(
-            pair.target_links[t] & bits
-            for t in range(len(pair.target))
-            if starts[t] < m.end() and starts[t + 1] > m.start()
-        )
+        for m in _WORD.finditer("".join(pair.target))
+        if any(pair.target_links[t] & bits for t in _covering(pair.target, m))
     ]
 
 
 def _source_bits(pair: AlignedPair, source_word: re.Match[str]) -> int:
     """The mask of the source tokens that hold a character of `source_word`."""
-    at, bits = 0, 0
-    for s, token in enumerate(pair.source):
-        if at < source_word.end() and at + len(token) > source_word.start():
-            bits |= 1 << s
+    return sum(1 << s for s in _covering(pair.source, source_word))
+
+
+def _covering(tokens: Sequence[str], word: re.Match[str]) -> list[int]:
+    """The tokens that hold a character of `word`, a match in the joined `tokens`."""
+    found, at = [], 0
+    for i, token in enumerate(tokens):
+        if at < word.end() and at + len(token) > word.start():
+            found.append(i)
         at += len(token)
-    return bits
+    return found
 
 
 def _first_lettered(words: Sequence[str]) -> int:
@@ -161,11 +158,7 @@ def _first_target_word(
         return None
     small = first.group()[0].lower() + first.group()[1:]
     source_bits = _source_bits(pair, source_word)
-    at, linked = 0, False
-    for t, token in enumerate(pair.target):
-        if at < first.end() and at + len(token) > first.start():
-            linked |= bool(pair.target_links[t] & source_bits)
-        at += len(token)
+    linked = any(pair.target_links[t] & source_bits for t in _covering(pair.target, first))
     if not linked or not written(small, new):
         return None
     return Word(first.start(), first.end(), first.group(), "case"), small

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from tm_guide.pieces.collect import AlignedPair
 from tm_guide.pieces.tokenizer import SENTENCEPIECE_SPACE
-from tm_guide.pieces.words import word_numbers, word_starts
+from tm_guide.pieces.words import word_spans
 
 # a word shorter than this (letters) is not looked up: articles and prepositions are in every
 # retrieved pair, and a short word's alignment is the least sure
@@ -31,18 +31,6 @@ class SourceWord:
     text: str
 
 
-def words_of(tokens: Sequence[str]) -> list[tuple[int, int]]:
-    """The [start, end) token spans of the words of `tokens` (tm_guide.pieces.words)."""
-    numbers = word_numbers(word_starts(tokens))
-    spans: list[tuple[int, int]] = []
-    for i, number in enumerate(numbers):
-        if spans and numbers[spans[-1][0]] == number:
-            spans[-1] = (spans[-1][0], i + 1)
-        else:
-            spans.append((i, i + 1))
-    return spans
-
-
 def _text(tokens: Sequence[str]) -> str:
     return "".join(tokens).replace(SENTENCEPIECE_SPACE, " ").strip()
 
@@ -52,9 +40,9 @@ def missing_words(query: Sequence[str], source: Sequence[str]) -> list[SourceWor
     tokens) does not hold as the same tokens, in order, each once. Identifiers and names are
     among them: code_words takes a replaced one's translation, but one the input inserts is
     the gap's ("PythonShell function in ..." repaired from "... service" dropped it)."""
-    held = {tuple(source[a:b]) for a, b in words_of(source)}
+    held = {tuple(source[a:b]) for a, b in word_spans(source)}
     found: list[SourceWord] = []
-    for a, b in words_of(query):
+    for a, b in word_spans(query):
         tokens = tuple(query[a:b])
         text = _text(tokens)
         if tokens in held or not text.isalpha() or len(text) < MIN_LETTERS:
@@ -78,7 +66,7 @@ def translations(
     for pair in pairs:
         runs: set[tuple[str, ...]] = set()
         spans = [
-            (a, b) for a, b in words_of(pair.source) if _text(pair.source[a:b]).lower() == wanted
+            (a, b) for a, b in word_spans(pair.source) if _text(pair.source[a:b]).lower() == wanted
         ]
         holding += bool(spans)
         for a, b in spans:

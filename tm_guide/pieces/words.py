@@ -81,6 +81,18 @@ def word_numbers(starts: Sequence[bool]) -> list[int]:
     return list(itertools.accumulate(int(start) for start in starts))
 
 
+def word_spans(tokens: Sequence[str]) -> list[tuple[int, int]]:
+    """The [start, end) token spans of the words of `tokens` (word_starts)."""
+    numbers = word_numbers(word_starts(tokens))
+    spans: list[tuple[int, int]] = []
+    for i, number in enumerate(numbers):
+        if spans and numbers[spans[-1][0]] == number:
+            spans[-1] = (spans[-1][0], i + 1)
+        else:
+            spans.append((i, i + 1))
+    return spans
+
+
 def word_masks(tokens: Sequence[str], masks: Sequence[int]) -> tuple[int, ...]:
     """Each token's bit mask (as AlignedPair.target_links) joined over its word (word_numbers):
     every piece of a word stands for what any of its pieces stands for."""
