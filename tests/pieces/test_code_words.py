@@ -45,7 +45,9 @@ def test_a_code_word_changes_as_a_translator_would_change_it(
     assert transferred(old, new, target) == expected
 
 
-def _pair(bundle: Bundle, source: str, target: str, links: list[tuple[str, str]]) -> AlignedPair:
+def encoded_pair(
+    bundle: Bundle, source: str, target: str, links: list[tuple[str, str]]
+) -> AlignedPair:
     """The pair encoded as memories are, each (source piece, target piece) of `links` aligned
     (the first occurrence of each)."""
     src, trg = bundle.encode_source(source), bundle.encode_target(target)
@@ -75,7 +77,7 @@ def test_a_changed_function_name_is_changed_in_the_match_and_kept(bundle: Bundle
 
 
 def test_an_identifier_held_as_it_is_becomes_the_inputs(bundle: Bundle) -> None:
-    pair = _pair(
+    pair = encoded_pair(
         bundle,
         "Run the COPY command.",
         "Führen Sie den Befehl COPY aus.",
@@ -120,7 +122,7 @@ def test_a_path_or_a_name_held_as_it_is_becomes_the_inputs(
 ) -> None:
     """The model garbles paths and names it has not seen ("/etc/dhcp.conf" for
     /etc/dhcp/dhcpd.conf, "Wikipedien" for OpenPGP); a translator copies them."""
-    pair = _pair(bundle, source, target, [])
+    pair = encoded_pair(bundle, source, target, [])
     encoded = bundle.encode_source(query)
     [changed] = absorb_code_words(encoded, [pair], bundle.encode_source, bundle.encode_target)
     assert "".join(changed.source) == "".join(encoded)
@@ -132,7 +134,7 @@ def test_a_path_or_a_name_held_as_it_is_becomes_the_inputs(
 
 
 def test_a_changed_number_is_changed_in_the_match_as_its_target_writes_it(bundle: Bundle) -> None:
-    pair = _pair(
+    pair = encoded_pair(
         bundle,
         "more than 51,000 packages, built from nearly 25,000 source packages.",
         "mehr als 51000 Pakete, aus ungefähr 25000 Quellpaketen gebaut.",
@@ -186,12 +188,12 @@ def test_a_new_name_is_taken_from_the_pair_that_holds_it_or_copied_whole(
     """Where no retrieved source holds the input's new name, it is copied into the match;
     where another one does, its target's word at that place is taken; where two say
     different things, the model is left to write it from their pieces."""
-    pair = _pair(bundle, source, target, [])
+    pair = encoded_pair(bundle, source, target, [])
     encoded = bundle.encode_source(query)
     encode = bundle.encode_source, bundle.encode_target
 
     def absorbed(*others: tuple[str, str]) -> AlignedPair:
-        holders = [_pair(bundle, *o, []) for o in others]
+        holders = [encoded_pair(bundle, *o, []) for o in others]
         return absorb_code_words(encoded, [pair, *holders], *encode)[0]
 
     def text(found: AlignedPair) -> str:
@@ -203,7 +205,7 @@ def test_a_new_name_is_taken_from_the_pair_that_holds_it_or_copied_whole(
     assert absorbed(other, (other[0], "ANDERS")) is pair
     # pairs looked up for the word alone only say what it is called: where they disagree,
     # nothing retrieved holds it, and it is copied as before
-    looked_up = [_pair(bundle, *o, []) for o in (other, (other[0], "ANDERS"))]
+    looked_up = [encoded_pair(bundle, *o, []) for o in (other, (other[0], "ANDERS"))]
     asked: list[list[str]] = []
 
     def look_up(missing: list[str], found: list[AlignedPair]) -> list[AlignedPair]:
@@ -239,7 +241,7 @@ def test_a_new_name_is_taken_from_the_pair_that_holds_it_or_copied_whole(
 def test_a_match_without_a_changed_code_word_is_left_as_it_is(
     bundle: Bundle, source: str, target: str, query: str
 ) -> None:
-    pair = _pair(bundle, source, target, [])
+    pair = encoded_pair(bundle, source, target, [])
     encoded = bundle.encode_source(query)
     [absorbed] = absorb_code_words(encoded, [pair], bundle.encode_source, bundle.encode_target)
     assert absorbed is pair
@@ -251,13 +253,13 @@ def test_the_one_function_name_replaced_takes_what_another_pair_calls_the_new_on
     # the stretches differ in length ("SumRange" is a name, "Average_Range" none), and SUMIF
     # shares too few letters with AVERAGEIF to pair by them: each is the only identifier of
     # its stretch, so the one replaces the other, and another pair says MITTELWERTWENN
-    match = _pair(
+    match = encoded_pair(
         bundle,
         "SUMIF(Range; Criterion [; SumRange])",
         "SUMMEWENN(Bereich; Bedingung [; Summenbereich])",
         [("▁S", "▁S"), ("▁C", "▁Bedingung")],
     )
-    other = _pair(
+    other = encoded_pair(
         bundle,
         "AVERAGE, AVERAGEIF",
         "MITTELWERT, MITTELWERTWENN",

@@ -11,17 +11,12 @@ from tm_guide.pieces.collect import AlignedPair, compare
 from tm_guide.pieces.letter_case import absorb_case
 from tm_guide.pieces.repair import RepairOptions, match_template
 
+from .test_code_words import encoded_pair
+
 
 @pytest.fixture(scope="module")
 def bundle() -> Bundle:
     return Bundle.load(BUNDLED_MODEL, intra_threads=1)
-
-
-def _pair(bundle: Bundle, source: str, target: str, links: list[tuple[str, str]]) -> AlignedPair:
-    """The pair encoded as memories are, each (source piece, target piece) of `links` aligned
-    (the first occurrence of each)."""
-    src, trg = bundle.encode_source(source), bundle.encode_target(target)
-    return AlignedPair.build(7, src, trg, [(src.index(s), trg.index(t)) for s, t in links])
 
 
 def _absorbed(bundle: Bundle, query: str, pair: AlignedPair, small: set[str]) -> AlignedPair:
@@ -36,7 +31,7 @@ def _absorbed(bundle: Bundle, query: str, pair: AlignedPair, small: set[str]) ->
 
 
 def test_title_case_is_no_edit_and_the_match_is_kept_whole(bundle: Bundle) -> None:
-    pair = _pair(
+    pair = encoded_pair(
         bundle,
         "Comparison Operators",
         "Vergleichsoperatoren",
@@ -56,7 +51,7 @@ def test_title_case_is_no_edit_and_the_match_is_kept_whole(bundle: Bundle) -> No
 def test_a_first_word_no_longer_first_is_written_small_where_the_memory_does(
     bundle: Bundle,
 ) -> None:
-    pair = _pair(
+    pair = encoded_pair(
         bundle,
         "Choose File - Save As.",
         "Wählen Sie Datei – Speichern unter.",
@@ -75,7 +70,7 @@ def test_a_first_word_no_longer_first_is_written_small_where_the_memory_does(
 
 
 def test_a_word_that_gains_a_capital_by_leading_the_input_stays_an_edit(bundle: Bundle) -> None:
-    pair = _pair(
+    pair = encoded_pair(
         bundle,
         "Open the file and choose File - Save As.",
         "Öffnen Sie die Datei und wählen Sie Datei – Speichern unter.",
@@ -86,14 +81,14 @@ def test_a_word_that_gains_a_capital_by_leading_the_input_stays_an_edit(bundle: 
 
 
 def test_a_pair_without_such_a_word_is_left_as_it_is(bundle: Bundle) -> None:
-    pair = _pair(bundle, "Save As", "Speichern unter", [("▁Save", "▁Speichern")])
+    pair = encoded_pair(bundle, "Save As", "Speichern unter", [("▁Save", "▁Speichern")])
     assert _absorbed(bundle, "Save the file", pair, set()) is pair
 
 
 def test_a_heading_number_does_not_lead_the_sentence(bundle: Bundle) -> None:
     # "Other" leads "10.5.5. Other version control systems" (its number comes before it): a
     # capital gained by leading, left to the model, not a word kept after the number
-    pair = _pair(
+    pair = encoded_pair(
         bundle,
         "10.14. List of other version control system tools",
         "10.14. Liste anderer Versionskontrollsystem-Werkzeuge",
@@ -103,7 +98,7 @@ def test_a_heading_number_does_not_lead_the_sentence(bundle: Bundle) -> None:
 
 
 def test_a_word_the_target_writes_as_it_is_takes_the_new_case_there_too(bundle: Bundle) -> None:
-    pair = _pair(
+    pair = encoded_pair(
         bundle,
         "Flex is a Lex-compatible fast lexical analyzer generator.",
         "Flex ist ein Lex-kompatibler schneller lexikalischer Analysegenerator.",
@@ -118,7 +113,7 @@ def test_a_word_the_target_writes_as_it_is_takes_the_new_case_there_too(bundle: 
 def test_a_noun_that_gains_a_capital_by_leading_the_input_is_kept(bundle: Bundle) -> None:
     # "Basics" leads "6.3.1. Basics of SSH"; the match's "basics" is translated by a noun,
     # which German writes with its capital wherever it stands
-    pair = _pair(
+    pair = encoded_pair(
         bundle,
         "6.2.1. Email basics",
         "6.2.1. Grundlagen des E-Mail-Systems",
@@ -129,7 +124,7 @@ def test_a_noun_that_gains_a_capital_by_leading_the_input_is_kept(bundle: Bundle
 
 
 def test_a_german_noun_that_spells_the_english_word_keeps_its_capital(bundle: Bundle) -> None:
-    pair = _pair(
+    pair = encoded_pair(
         bundle,
         "Export Dialog",
         "Dialog exportieren",
