@@ -231,6 +231,19 @@ CASES = [
         "Um ein Master-Dokument zu erstellen, wählen Sie Datei – Senden – Globaldokument erzeugen.",
         id="a-word-in-another-case-is-kept-and-written-small-mid-sentence",
     ),
+    pytest.param(
+        # was "Chapter dargestellt 5 Kapitel 5. ...": the aligner left "dargestellt" to no
+        # source word, so it stood alone where the words around it went
+        "These concepts are discussed in greater detail in Chapter 5, Packaging System: Tools"
+        " and Fundamental Principles.",
+        "Diese Begriffe sind ausführlicher dargestellt in Kapitel 5, Paketierungssystem:"
+        " Hilfsprogramme und grundlegende Prinzipien.",
+        {(0, 0), (1, 1), (2, 2), (5, 3), (6, 3), (7, 5), (8, 6), (9, 7), (10, 8), (11, 8)}
+        | {(12, 9), (13, 10), (14, 11), (15, 12)},
+        "Chapter 5, Packaging System: Tools and Fundamental Principles.",
+        "Kapitel 5, Paketierungssystem: Hilfsprogramme und grundlegende Prinzipien.",
+        id="an-unaligned-word-goes-with-the-words-around-it",
+    ),
 ]
 
 

@@ -142,6 +142,26 @@ def test_a_compound_goes_whole_when_its_head_is_edited():
     assert template is not None and template.tokens == ("▁Eins", "▁-", "▁Zwei")
 
 
+def test_an_unaligned_word_inside_a_dropped_stretch_goes_with_it():
+    # "... discussed in greater detail in Chapter 5" -> "Chapter 5": the aligner left
+    # "dargestellt" to no source word, so no edit reached it; between words that go, it goes
+    pair = _pair(
+        "▁discussed ▁in ▁detail ▁in ▁Chapter ▁5",
+        "▁ausführlicher ▁dargestellt ▁in ▁Kapitel ▁5",
+        [(2, 0), (3, 2), (4, 3), (5, 4)],
+    )
+    comparison = compare(["▁Chapter", "▁5"], pair.source)
+    template = match_template(pair, comparison, OPTIONS)
+    assert template is not None
+    assert template.tokens == ("▁Kapitel", "▁5")
+    # kept on either side, or at an end of the sentence, it stays: the aligner's silence is
+    # no edit ("um" before "das Dokument zu speichern" in the test below)
+    kept = compare(["▁detail", "▁in", "▁Chapter", "▁5"], pair.source)
+    template = match_template(pair, kept, OPTIONS)
+    assert template is not None
+    assert template.tokens[:2] == ("▁ausführlicher", "▁dargestellt")
+
+
 def test_a_gap_holds_a_token_for_each_agreeing_word_besides_what_is_owed():
     # "save the document" -> "save the file": "das" goes with "Dokument" to agree with the new
     # noun, so the gap must write two words again, not the article alone ("um das zu speichern")

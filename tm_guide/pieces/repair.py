@@ -258,6 +258,8 @@ def match_template(
     dropped_words = _whole_compounds(target, words, changed_words)
     agreeing = _agreeing(pair, words, dropped_words, comparison, options.agreement)
     dropped_words |= agreeing
+    orphans = _orphans(target, words, pair.target_links, dropped_words)
+    dropped_words |= orphans
     kept = [i for i, w in enumerate(words) if w not in dropped_words]
     if not kept:
         return None
@@ -396,6 +398,41 @@ def _agreeing(
         and text[w - 1].isalpha()
         and len(text[w - 1]) <= letters
     }
+
+
+def _orphans(
+    target: Sequence[str], words: list[int], links: Sequence[int], dropped_words: set[int]
+) -> set[int]:
+    """The unaligned words (with a letter or digit) inside a dropped stretch: the nearest
+    aligned word on each side is dropped. The aligner links such a word to no source word
+    ("dargestellt" of "sind ausführlicher dargestellt in Kapitel 5"), so no edit reaches it,
+    and kept while the words around it go it stands alone ("dargestellt Kapitel 5" for
+    "Chapter 5"). One that leads or closes the sentence stays ("um" before "das Dokument zu
+    speichern"): with kept words on one side only, nothing says it belongs to those that go."""
+    text: dict[int, str] = {}
+    aligned: set[int] = set()
+    for w, token, link in zip(words, target, links, strict=True):
+        text[w] = text.get(w, "") + token
+        if link:
+            aligned.add(w)
+    order = sorted(text)
+    sides: list[bool | None] = []  # per word: whether the nearest aligned word before is dropped
+    last: bool | None = None
+    for w in order:
+        sides.append(last)
+        if w in aligned:
+            last = w in dropped_words
+    orphans: set[int] = set()
+    after: bool | None = None
+    for w, before in zip(reversed(order), reversed(sides), strict=True):
+        if w in aligned:
+            after = w in dropped_words
+            continue
+        if w in dropped_words or not any(c.isalnum() for c in text[w]):
+            continue
+        if before and after:
+            orphans.add(w)
+    return orphans
 
 
 def _closing(tokens: Sequence[str]) -> int:
