@@ -244,6 +244,16 @@ CASES = [
         "Kapitel 5, Paketierungssystem: Hilfsprogramme und grundlegende Prinzipien.",
         id="an-unaligned-word-goes-with-the-words-around-it",
     ),
+    pytest.param(
+        # was "Kopiert die ausgewählte Objekte ...": the article and the adjective kept with the
+        # new noun's gender and number left to the gap
+        "Copies the selected row to the clipboard.",
+        "Kopiert die ausgewählte Zeile in die Zwischenablage.",
+        {(0, 0), (1, 1), (2, 2), (3, 3), (4, 4), (5, 5), (6, 6)},
+        "Copies the selected object to the clipboard.",
+        "Kopiert das ausgewählte Objekt in die Zwischenablage.",
+        id="the-article-and-adjective-of-a-changed-noun-agree-with-it",
+    ),
 ]
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -35,12 +37,50 @@ def test_a_replaced_word_leaves_a_gap_where_its_target_was():
         [(0, 0), (1, 1), (2, 2), (3, 3), (4, 4)],
     )
     comparison = compare(["▁Copies", "▁the", "▁selected", "▁object", "."], pair.source)
-    template = match_template(pair, comparison, OPTIONS)
+    template = match_template(pair, comparison, replace(OPTIONS, modifiers=0))
     assert template is not None
     assert template.tokens == ("▁Kopiert", "▁die", "▁ausgewählte", ".")
     assert template.gaps == (0, 0, 0, 2, 0)  # 1 per replaced token + 1
     assert template.positions == (0, 1, 2, 4)
     assert template.segment_id == 3 and template.similarity == comparison.similarity
+
+
+def test_the_article_and_adjectives_of_a_changed_noun_are_written_again_with_it():
+    # "die ausgewählte Zeile" for "row" gave "die ausgewählte Objekte" for "object": the noun
+    # phrase's article and adjectives agree with the new noun, so they go with it, and the gap
+    # holds a token for each besides what is owed
+    pair = _pair(
+        "▁Copies ▁the ▁selected ▁row .",
+        "▁Kopiert ▁die ▁ausgewählte ▁Zeile .",
+        [(0, 0), (1, 1), (2, 2), (3, 3), (4, 4)],
+    )
+    comparison = compare(["▁Copies", "▁the", "▁selected", "▁object", "."], pair.source)
+    template = match_template(pair, comparison, OPTIONS)
+    assert template is not None
+    assert template.tokens == ("▁Kopiert", ".")
+    assert template.gaps == (0, 4, 0) and template.least == (0, 3, 0)
+    # a noun phrase reaches its article over at most `modifiers` words in small letters
+    far = _pair(
+        "▁Copies ▁the ▁here ▁given ▁row .",
+        "▁Kopiert ▁die ▁hier ▁angegebene ▁Zeile .",
+        [(0, 0), (1, 1), (2, 2), (3, 3), (4, 4), (5, 5)],
+    )
+    comparison = compare(["▁Copies", "▁the", "▁here", "▁given", "▁object", "."], far.source)
+    template = match_template(far, comparison, OPTIONS)
+    assert template is not None and template.tokens == ("▁Kopiert", ".")
+    template = match_template(far, comparison, replace(OPTIONS, modifiers=1))
+    assert template is not None
+    assert template.tokens == ("▁Kopiert", "▁die", "▁hier", "▁angegebene", ".")
+    # a changed word in small letters (a verb) takes only the short word right before it
+    verb = _pair(
+        "▁to ▁save ▁the ▁file",
+        "▁um ▁die ▁Datei ▁zu ▁speichern",
+        [(0, 0), (1, 4), (2, 1), (3, 2), (0, 3)],
+    )
+    comparison = compare(["▁to", "▁print", "▁the", "▁file"], verb.source)
+    template = match_template(verb, comparison, OPTIONS)
+    assert template is not None
+    assert template.tokens == ("▁um", "▁die", "▁Datei")
 
 
 def test_a_word_the_input_lacks_is_dropped_and_its_seam_may_be_mended():

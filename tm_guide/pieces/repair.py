@@ -15,6 +15,7 @@ with only those places rewritten by the model.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -44,6 +45,11 @@ class RepairOptions:
     agreement: a kept word of at most this many letters right before a changed word is
     rewritten with it (an article or a preposition agrees with the new word: "das Startcenter"
     becomes "den Startbildschirm"; 0: never);
+    modifiers: before a changed word that begins with a capital (a German noun), up to this
+    many kept words in small letters between it and such a short word (the adjectives of its
+    noun phrase) are rewritten with them, as they agree with the new noun too: "die
+    ausgewählte Zeile" for "row" gave "die ausgewählte Objekte" for "object" (0: only the
+    word right before);
     words: the match must also reach this eq. 9 similarity over the words that hold a letter
     (`word_similarity`): a heading's number or the punctuation lifts the token similarity of
     "6.3.1. Basics of SSH" and "6.2.1. Email basics" to 0.5 where they share no content, and
@@ -64,6 +70,7 @@ class RepairOptions:
     overrun: int = 4
     lookahead: int = 3
     agreement: int = 3
+    modifiers: int = 2
     words: float = 0.3
     tail: int = 3
 
@@ -80,12 +87,14 @@ class RepairOptions:
                 self.overrun,
                 self.lookahead,
                 self.agreement,
+                self.modifiers,
                 self.tail,
             )
             < 0
         ):
             raise InvalidInput(
-                "gap_scale, gap_margin, overrun, lookahead, agreement and tail must be >= 0",
+                "gap_scale, gap_margin, overrun, lookahead, agreement, modifiers and tail must"
+                " be >= 0",
                 field="repair",
             )
         if not 0.0 <= self.words <= 1.0:
@@ -256,7 +265,9 @@ def match_template(
     ends = [i for i in range(1, len(target) + 1) if i == len(target) or starts[i]]
     changed_words = {w for w, links in zip(words, pair.target_links, strict=True) if links & edited}
     dropped_words = _whole_compounds(target, words, changed_words)
-    agreeing = _agreeing(pair, words, dropped_words, comparison, options.agreement)
+    agreeing = _agreeing(
+        pair, words, dropped_words, comparison, options.agreement, options.modifiers
+    )
     dropped_words |= agreeing
     orphans = _orphans(target, words, pair.target_links, dropped_words)
     dropped_words |= orphans
@@ -372,10 +383,13 @@ def _agreeing(
     dropped_words: set[int],
     comparison: EditComparison,
     letters: int,
+    modifiers: int = 0,
 ) -> set[int]:
     """The short kept words (a space-led word of at most `letters` letters) right before a
     word (with a letter) dropped for an edited source token: the words that agree with what the
-    model writes there, or with what is left once it is gone."""
+    model writes there, or with what is left once it is gone. Before such a word that begins
+    with a capital, the short word may stand up to `modifiers` kept space-led words in small
+    letters earlier, which go with it (RepairOptions.modifiers)."""
     if letters <= 0:
         return set()
     edited = ((1 << len(pair.source)) - 1) & ~comparison.unedited
@@ -390,14 +404,26 @@ def _agreeing(
         for w, links in zip(words, pair.target_links, strict=True)
         if w in dropped_words and links & edited and any(c.isalpha() for c in text[w])
     }
-    return {
-        w - 1
-        for w in changed
-        if w - 1 in spaced
-        and w - 1 not in dropped_words
-        and text[w - 1].isalpha()
-        and len(text[w - 1]) <= letters
-    }
+
+    def short(v: int) -> bool:
+        return (
+            v in spaced and v not in dropped_words and text[v].isalpha() and len(text[v]) <= letters
+        )
+
+    def small(v: int) -> bool:
+        return v in spaced and v not in dropped_words and text[v].isalpha() and text[v].islower()
+
+    agreeing: set[int] = set()
+    for w in changed:
+        if short(w - 1):
+            agreeing.add(w - 1)
+        elif text[w][:1].isupper():
+            between = list(itertools.takewhile(small, range(w - 1, w - 1 - modifiers, -1)))
+            for v in between:
+                if short(v - 1):
+                    agreeing.update(range(v - 1, w))
+                    break
+    return agreeing
 
 
 def _orphans(
