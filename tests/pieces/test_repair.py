@@ -9,7 +9,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tm_guide.errors import InvalidInput
-from tm_guide.pieces.collect import AlignedPair, collect_ngrams, compare, compare_words
+from tm_guide.pieces.collect import (
+    AlignedPair,
+    EditComparison,
+    collect_ngrams,
+    compare,
+    compare_words,
+)
 from tm_guide.pieces.repair import (
     MatchTemplate,
     RepairOptions,
@@ -29,14 +35,19 @@ def _pair(source: str, target: str, links: list[tuple[int, int]]) -> AlignedPair
     return AlignedPair.build(3, source.split(), target.split(), links)
 
 
-def test_a_replaced_word_leaves_a_gap_where_its_target_was():
-    # "Copies the selected row" -> "Copies the selected object": "Zeile" goes, one token is owed
+def _row_to_object() -> tuple[AlignedPair, EditComparison]:
+    """The match "Copies the selected row." and the input that makes the row an object."""
     pair = _pair(
         "▁Copies ▁the ▁selected ▁row .",
         "▁Kopiert ▁die ▁ausgewählte ▁Zeile .",
         [(0, 0), (1, 1), (2, 2), (3, 3), (4, 4)],
     )
-    comparison = compare(["▁Copies", "▁the", "▁selected", "▁object", "."], pair.source)
+    return pair, compare(["▁Copies", "▁the", "▁selected", "▁object", "."], pair.source)
+
+
+def test_a_replaced_word_leaves_a_gap_where_its_target_was():
+    # "Zeile" goes, one token is owed (the article and adjective left: modifiers 0)
+    pair, comparison = _row_to_object()
     template = match_template(pair, comparison, replace(OPTIONS, modifiers=0))
     assert template is not None
     assert template.tokens == ("▁Kopiert", "▁die", "▁ausgewählte", ".")
@@ -49,12 +60,7 @@ def test_the_article_and_adjectives_of_a_changed_noun_are_written_again_with_it(
     # "die ausgewählte Zeile" for "row" gave "die ausgewählte Objekte" for "object": the noun
     # phrase's article and adjectives agree with the new noun, so they go with it, and the gap
     # holds a token for each besides what is owed
-    pair = _pair(
-        "▁Copies ▁the ▁selected ▁row .",
-        "▁Kopiert ▁die ▁ausgewählte ▁Zeile .",
-        [(0, 0), (1, 1), (2, 2), (3, 3), (4, 4)],
-    )
-    comparison = compare(["▁Copies", "▁the", "▁selected", "▁object", "."], pair.source)
+    pair, comparison = _row_to_object()
     template = match_template(pair, comparison, OPTIONS)
     assert template is not None
     assert template.tokens == ("▁Kopiert", ".")
