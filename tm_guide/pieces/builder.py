@@ -252,7 +252,7 @@ class PieceBuilder:
             and options.repair.shares(word_similarity(tokens, absorbed[best].source))
         ):
             # the repair edits words: its script is over them (compare_words)
-            words = compare_words(tokens, absorbed[best].source)
+            words = compare_words(tokens, absorbed[best].source, taken[best])
             result.template = match_template(absorbed[best], words, options.repair)
         if result.template is not None and best is not None and options.word_lookups:
             best_weight = (

@@ -102,7 +102,9 @@ def compare(query: Sequence[Hashable], tm_source: Sequence[Hashable]) -> EditCom
     )
 
 
-def compare_words(query: Sequence[str], tm_source: Sequence[str]) -> EditComparison:
+def compare_words(
+    query: Sequence[str], tm_source: Sequence[str], by_pieces: EditComparison | None = None
+) -> EditComparison:
     """X against X^m as `compare`, with the edit script taken over words (word_spans), not
     pieces: a word of X^m is unedited only where X holds it whole, and a replaced word is
     replaced whole, its pieces the replacing word's tokens in order (those left over edited,
@@ -112,8 +114,9 @@ def compare_words(query: Sequence[str], tm_source: Sequence[str]) -> EditCompari
     only gains or loses a prefix or a suffix (WEEKNUM -> ISOWEEKNUM) is compared piece by
     piece: its translation is kept and the affix written beside it, where the model would
     write the whole name anew, letter by letter. Eq. 9's similarity and distance stay the
-    pieces'."""
-    by_pieces = compare(query, tm_source)
+    pieces' (`by_pieces`: `compare(query, tm_source)` where the caller has it already)."""
+    if by_pieces is None:
+        by_pieces = compare(query, tm_source)
     q_words, s_words = word_spans(query), word_spans(tm_source)
     q_text = ["".join(query[a:b]) for a, b in q_words]
     s_text = ["".join(tm_source[a:b]) for a, b in s_words]

@@ -393,25 +393,26 @@ def _agreeing(
     if letters <= 0:
         return set()
     edited = ((1 << len(pair.source)) - 1) & ~comparison.unedited
-    text: dict[int, str] = {}
-    spaced: set[int] = set()
-    for w, token in zip(words, pair.target, strict=True):
-        if w not in text and token.startswith(SENTENCEPIECE_SPACE):
-            spaced.add(w)
-        text[w] = text.get(w, "") + token.replace(SENTENCEPIECE_SPACE, "")
+    text = _word_texts(pair.target, words)
+    spaced = {
+        w
+        for i, (w, token) in enumerate(zip(words, pair.target, strict=True))
+        if token.startswith(SENTENCEPIECE_SPACE) and (i == 0 or words[i - 1] != w)
+    }
     changed = {
         w
         for w, links in zip(words, pair.target_links, strict=True)
         if w in dropped_words and links & edited and any(c.isalpha() for c in text[w])
     }
 
+    def kept_word(v: int) -> bool:  # a kept space-led word of letters only
+        return v in spaced and v not in dropped_words and text[v].isalpha()
+
     def short(v: int) -> bool:
-        return (
-            v in spaced and v not in dropped_words and text[v].isalpha() and len(text[v]) <= letters
-        )
+        return kept_word(v) and len(text[v]) <= letters
 
     def small(v: int) -> bool:
-        return v in spaced and v not in dropped_words and text[v].isalpha() and text[v].islower()
+        return kept_word(v) and text[v].islower()
 
     agreeing: set[int] = set()
     for w in changed:
@@ -435,12 +436,8 @@ def _orphans(
     and kept while the words around it go it stands alone ("dargestellt Kapitel 5" for
     "Chapter 5"). One that leads or closes the sentence stays ("um" before "das Dokument zu
     speichern"): with kept words on one side only, nothing says it belongs to those that go."""
-    text: dict[int, str] = {}
-    aligned: set[int] = set()
-    for w, token, link in zip(words, target, links, strict=True):
-        text[w] = text.get(w, "") + token
-        if link:
-            aligned.add(w)
+    text = _word_texts(target, words)
+    aligned = {w for w, link in zip(words, links, strict=True) if link}
     order = sorted(text)
     sides: list[bool | None] = []  # per word: whether the nearest aligned word before is dropped
     last: bool | None = None
@@ -459,6 +456,14 @@ def _orphans(
         if before and after:
             orphans.add(w)
     return orphans
+
+
+def _word_texts(target: Sequence[str], words: Sequence[int]) -> dict[int, str]:
+    """Each word's text (word_numbers: word -> its tokens joined, space marks left out)."""
+    text: dict[int, str] = {}
+    for w, token in zip(words, target, strict=True):
+        text[w] = text.get(w, "") + token.replace(SENTENCEPIECE_SPACE, "")
+    return text
 
 
 def _closing(tokens: Sequence[str]) -> int:
