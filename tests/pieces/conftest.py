@@ -1,4 +1,5 @@
-"""Pieces fixtures: the hand-aligned gold set and a SentencePiece model trained on it."""
+"""Pieces fixtures: the demo bundle, the hand-aligned gold set and a SentencePiece model
+trained on it."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tm_guide.config import BUNDLED_MODEL
+from tm_guide.model import Bundle
 from tm_guide.pieces.align import AlignOptions, MemoryAligner
 from tm_guide.pieces.quality import GoldPair, read_gold
 from tm_guide.pieces.tokenizer import SentencePieceTokenizer
@@ -14,6 +17,12 @@ from tm_guide.records import SegmentRecord
 from tm_guide.store import Store
 
 DATA = Path(__file__).parent / "data"
+
+
+@pytest.fixture(scope="session")
+def bundle() -> Bundle:
+    """The bundled demo model, whose SentencePiece models the pairs are encoded with."""
+    return Bundle.load(BUNDLED_MODEL, intra_threads=1)
 
 
 @pytest.fixture(scope="session")

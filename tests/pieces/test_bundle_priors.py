@@ -5,9 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-from tm_guide.config import BUNDLED_MODEL
 from tm_guide.formats import read_tmx
 from tm_guide.model import Bundle
 from tm_guide.pieces.align import AlignOptions, MemoryAligner
@@ -21,11 +18,6 @@ EXPECTED = {
     "copy-1": {("▁copy", "▁kopieren"), ("▁text", "▁Text")},
     "format-1": {("▁Format", "▁Format")},
 }
-
-
-@pytest.fixture(scope="module")
-def bundle() -> Bundle:
-    return Bundle.load(BUNDLED_MODEL, intra_threads=1)
 
 
 def _aligned(bundle: Bundle, tmp_path: Path, options: AlignOptions) -> dict[str, set]:

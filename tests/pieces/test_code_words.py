@@ -5,16 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from tm_guide.config import BUNDLED_MODEL
 from tm_guide.model import Bundle
 from tm_guide.pieces.code_words import absorb_code_words, transferred
 from tm_guide.pieces.collect import AlignedPair, compare
 from tm_guide.pieces.repair import RepairOptions, match_template
-
-
-@pytest.fixture(scope="module")
-def bundle() -> Bundle:
-    return Bundle.load(BUNDLED_MODEL, intra_threads=1)
 
 
 @pytest.mark.parametrize(

@@ -3,20 +3,12 @@ demo model's own SentencePiece models: the pair as the repair then sees it."""
 
 from __future__ import annotations
 
-import pytest
-
-from tm_guide.config import BUNDLED_MODEL
 from tm_guide.model import Bundle
 from tm_guide.pieces.collect import AlignedPair, compare
 from tm_guide.pieces.letter_case import absorb_case
 from tm_guide.pieces.repair import RepairOptions, match_template
 
 from .test_code_words import encoded_pair
-
-
-@pytest.fixture(scope="module")
-def bundle() -> Bundle:
-    return Bundle.load(BUNDLED_MODEL, intra_threads=1)
 
 
 def _absorbed(bundle: Bundle, query: str, pair: AlignedPair, small: set[str]) -> AlignedPair:
