@@ -206,3 +206,21 @@ def test_a_match_whose_code_word_changed_keeps_its_own_characters(tmp_path, demo
     assert result.repaired_segment is not None
     assert "MOVE" in result.translation and "COPY" not in result.translation
     assert result.translation.endswith("…"), result.translation
+
+
+def test_nothing_is_written_on_to_a_kept_part_of_a_word(tmp_path, demo):  # type: ignore[no-untyped-def]
+    """'"pen.*"' of the match becomes '"pen"': the target's '".*stift"' loses ".*" and keeps
+    "stift" (aligned to the unchanged "pen"). No room opens before it, where whatever the model
+    wrote ("P", "pen") was glued on to it: '"Pstift"'."""
+    memory_pairs = [
+        ('=AVERAGEIFS(C2:C6;A2:A6;"pen.*";B2:B6)', '=MITTELWERTWENNS(C2:C6;A2:A6;".*stift";B2:B6)'),
+        ("Copies the selected text.", "Kopiert den ausgewählten Text."),
+    ]
+    from tm_guide.decoding.guidance import Guidance
+
+    with aligned_memory(tmp_path, demo, "formulas", memory_pairs) as (store, memory):
+        translator = GuidedTranslator(demo, store)
+        options = Guidance.resolve(demo.card).apply(TranslateOptions(memory_ids=(memory.id,)))
+        [result] = translator.translate(['=AVERAGEIFS(C2:C6;A2:A6;"pen";B2:B6)'], options)
+    assert result.repaired_segment is not None
+    assert result.translation == '=MITTELWERTWENNS(C2:C6;A2:A6;"stift";B2:B6)'

@@ -263,6 +263,27 @@ def test_a_pilcrow_stays_when_the_word_before_it_changes():
     assert template.gaps == (2, 0, 0)
 
 
+def test_no_room_opens_before_a_kept_piece_that_goes_on_with_a_word():
+    # '"pen.*"' -> '"pen"': the match's '".*stift"' loses ".*" and keeps "stift" (aligned to
+    # the unchanged "pen"); a margin there let the model write "pen" on to it: '"penstift"'
+    pair = _pair(
+        '▁= AV ; " pen .* "',
+        '▁= MW ; " .* stift "',
+        [(0, 0), (1, 1), (2, 2), (3, 3), (4, 5), (5, 4), (6, 6)],
+    )
+    comparison = compare(["▁=", "AV", ";", '"', "pen", '"'], pair.source)
+    template = match_template(pair, comparison, OPTIONS)
+    assert template is not None
+    assert template.tokens == ("▁=", "MW", ";", '"', "stift", '"')
+    assert template.gaps == (0,) * 7
+    # a dropped word before a word start still leaves the margin to mend the seam
+    spaced = _pair("▁the ▁big ▁file", "▁die ▁große ▁Datei", [(0, 0), (1, 1), (2, 2)])
+    comparison = compare(["▁the", "▁file"], spaced.source)
+    template = match_template(spaced, comparison, replace(OPTIONS, agreement=0))
+    assert template is not None
+    assert template.tokens == ("▁die", "▁Datei") and template.gaps == (0, 1, 0)
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(aligned_pairs(), st.lists(WORDS, min_size=1, max_size=12))
 def test_a_template_keeps_only_what_algorithm_1_would_collect(pair, query):

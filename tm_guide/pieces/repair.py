@@ -326,9 +326,11 @@ def match_template(
         seams[b] += dropped[i]
         owed_at[b] += owed[i]
         rewritten_at[b] += rewritten[i]
+    # no margin before a kept piece that goes on with a word (".*stift" less ".*" keeps
+    # "stift"): whatever mends the seam there is glued to it ("penstift")
     room = [
-        options.gap_scale * need + options.gap_margin if need or seam else 0
-        for need, seam in zip(gaps, seams, strict=True)
+        options.gap_scale * need + options.gap_margin if need or (seam and not _goes_on(t)) else 0
+        for need, seam, t in zip(gaps, seams, [*(target[i] for i in kept), None], strict=True)
     ]
     return MatchTemplate(
         tokens=tuple(target[i] for i in kept),
@@ -345,6 +347,12 @@ def match_template(
             for size, o, r in zip(room, owed_at, rewritten_at, strict=True)
         ),
     )
+
+
+def _goes_on(token: str | None) -> bool:
+    """Whether a kept `token` continues the word before it: a piece of letters or digits with no
+    word-start mark."""
+    return token is not None and not token.startswith(SENTENCEPIECE_SPACE) and not is_mark(token)
 
 
 def _whole_compounds(target: Sequence[str], words: list[int], dropped: set[int]) -> set[int]:
