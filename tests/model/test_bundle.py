@@ -122,3 +122,14 @@ def test_render_target_writes_kept_tokens_in_their_own_characters() -> None:
     spaced, offsets = bundle.render_target(["▁Immer", "▁", *kept], [None, None, *own])
     assert spaced == "Immer Ignorieren"
     assert offsets is not None and spaced[offsets[2] :] == "Ignorieren"
+    # a kept mark that its target wrote the next word on to ("=KALENDERWOCHE") keeps what the
+    # model writes after it on it, where the piece's own mark asks for a space ("= ISO...")
+    mark, mark_own = bundle.target_surfaces("=")
+    written = bundle.encode_target("ISOKALENDERWOCHE")
+    assert written[0].startswith("▁")
+    tokens = [*mark, *written]
+    surfaces = [*mark_own, *[None] * len(written)]
+    assert bundle.render_target(tokens, surfaces)[0] == "= ISOKALENDERWOCHE"
+    joined, offsets = bundle.render_target(tokens, surfaces, [True] + [False] * len(written))
+    assert joined == "=ISOKALENDERWOCHE"
+    assert offsets is not None and joined[offsets[1] :] == "ISOKALENDERWOCHE"

@@ -45,6 +45,7 @@ from tm_guide.errors import InvalidInput, ModelError
 from tm_guide.pieces.builder import PieceOptions
 from tm_guide.pieces.choice import Candidate, Choice, ChoiceOptions, choose
 from tm_guide.pieces.repair import continuation_mask, without_edge_marks
+from tm_guide.pieces.tokenizer import SENTENCEPIECE_SPACE
 from tm_guide.text.edits import Edited
 
 __all__ = [
@@ -753,7 +754,16 @@ class GuidedTranslator:
             blocks = SequenceMatcher(None, pieces, kept, autojunk=False).get_matching_blocks()
             at = {b + i: a + i for a, b, size in blocks for i in range(size)}
         own = [surfaces[at[k]] if k is not None and k in at else None for k in which]
-        rendered: tuple[str, list[int] | None] = self.bundle.render_target(tokens, own)
+        # a kept mark the match wrote with no space after it ("=" of "=KALENDERWOCHE", the
+        # quotation mark of "\".*stift\""): what the model writes after it is written on
+        attached = [
+            k is not None
+            and k in at
+            and at[k] + 1 < len(pieces)
+            and _attached(surfaces[at[k]], pieces[at[k] + 1], surfaces[at[k] + 1])
+            for k in which
+        ]
+        rendered: tuple[str, list[int] | None] = self.bundle.render_target(tokens, own, attached)
         return rendered
 
     def utf8_rule(self) -> Utf8Rule | None:
@@ -841,6 +851,18 @@ class GuidedTranslator:
             score = output.scores[0]
             result.append(Hypothesis(ids, score, score * norm, 0.0, length, score))
         return result
+
+
+def _attached(surface: str, after: str, after_surface: str) -> bool:
+    """Whether a kept piece ends in a mark that the match target writes with no space before
+    its next piece ("=" before "KALENDERWOCHE", "(" before "Zahl")."""
+    last = surface[-1:]
+    return (
+        last.strip() != ""
+        and not last.isalnum()
+        and not after.startswith(SENTENCEPIECE_SPACE)
+        and after_surface[:1].strip() != ""
+    )
 
 
 def _targets(found: Any) -> list[str]:

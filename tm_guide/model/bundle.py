@@ -221,13 +221,18 @@ class Bundle:
         return list(mapped["pieces"]), [text[begin:end] for begin, end in mapped["offsets"]]
 
     def render_target(
-        self, tokens: Sequence[str], surfaces: Sequence[str | None]
+        self,
+        tokens: Sequence[str],
+        surfaces: Sequence[str | None],
+        attached: Sequence[bool] = (),
     ) -> tuple[str, list[int] | None]:
         """The text of target `tokens` where a token with a surface (not None) is written as
         that text (a TM target's own characters) and runs of the others are detokenized; with
         where each token starts in it, plus its length (as target_offsets; None where that is
         None). A leading space is one space, and none at the start or after a space (a free
-        space piece before a kept word: "Immer" "▁" "▁Ignorieren")."""
+        space piece before a kept word: "Immer" "▁" "▁Ignorieren"), nor after a token with a
+        surface that `attached` marks (a mark its text writes the next word on: "=" + "▁ISO"
+        is "=ISO")."""
         text = ""
         offsets: list[int] = []
         known = True
@@ -255,6 +260,7 @@ class Bundle:
                     " "
                     if text
                     and not text.endswith(" ")
+                    and not (k > 0 and k - 1 < len(attached) and attached[k - 1])
                     and run[0].startswith(SENTENCEPIECE_SPACE)
                     and decoded
                     else ""
