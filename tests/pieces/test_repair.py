@@ -208,6 +208,21 @@ def test_an_unaligned_word_inside_a_dropped_stretch_goes_with_it():
     assert template.tokens[:2] == ("▁ausführlicher", "▁dargestellt")
 
 
+def test_an_unaligned_compound_head_that_goes_takes_its_hyphen():
+    # "For 64-bit PC you have ..." -> "For information ...": "System en" of "PC-Systemen" is
+    # aligned to nothing and goes between words that go; the hyphen, which joins it to the
+    # changed "PC", goes with it, or it stood alone between two gaps: "Für die-Informationen"
+    pair = _pair(
+        "▁For ▁PC ▁you ▁have ▁it",
+        "▁Auf ▁PC - System en ▁haben ▁Sie ▁es",
+        [(0, 0), (1, 1), (2, 6), (3, 5), (4, 7)],
+    )
+    comparison = compare(["▁For", "▁it"], pair.source)
+    template = match_template(pair, comparison, replace(OPTIONS, agreement=0))
+    assert template is not None
+    assert template.tokens == ("▁Auf", "▁es")
+
+
 def test_a_gap_holds_a_token_for_each_agreeing_word_besides_what_is_owed():
     # "save the document" -> "save the file": "das" goes with "Dokument" to agree with the new
     # noun, so the gap must write two words again, not the article alone ("um das zu speichern")

@@ -270,7 +270,9 @@ def match_template(
     )
     dropped_words |= agreeing
     orphans = _orphans(target, words, pair.target_links, dropped_words)
-    dropped_words |= orphans
+    # an orphan that heads a compound takes the rest of it, its hyphen too ("PC-Systemen"
+    # left "-" between two gaps: "die-Informationen")
+    dropped_words = _whole_compounds(target, words, dropped_words | orphans)
     kept = [i for i, w in enumerate(words) if w not in dropped_words]
     if not kept:
         return None
