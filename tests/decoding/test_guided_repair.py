@@ -224,3 +224,23 @@ def test_nothing_is_written_on_to_a_kept_part_of_a_word(tmp_path, demo):  # type
         [result] = translator.translate(['=AVERAGEIFS(C2:C6;A2:A6;"pen";B2:B6)'], options)
     assert result.repaired_segment is not None
     assert result.translation == '=MITTELWERTWENNS(C2:C6;A2:A6;"stift";B2:B6)'
+
+
+def test_the_space_after_a_kept_mark_is_the_match_targets(tmp_path, demo):  # type: ignore[no-untyped-def]
+    """Where the match target writes a mark with no space after it ("=" of "=KALENDERWOCHE"),
+    what the model writes there stays on it, where its piece's space mark would part them. The
+    "." of "6.3.4.3." is not such a mark where the code word changed ("4.3" -> "4.2"): the
+    number's "." before "3" is a piece the template no longer holds at its place."""
+    memory_pairs = [
+        ("6.3.4.3. Manual Partitioning", "6.3.4.3. Manuelle Partitionierung"),
+        ("Copies the selected text.", "Kopiert den ausgewählten Text."),
+    ]
+    from tm_guide.decoding.guidance import Guidance
+
+    with aligned_memory(tmp_path, demo, "headings", memory_pairs) as (store, memory):
+        translator = GuidedTranslator(demo, store)
+        options = Guidance.resolve(demo.card).apply(TranslateOptions(memory_ids=(memory.id,)))
+        [result] = translator.translate(["6.3.4.2. Guided Partitioning"], options)
+    assert result.repaired_segment is not None
+    assert result.translation.startswith("6.3.4.2. "), result.translation
+    assert result.translation.endswith(" Partitionierung")

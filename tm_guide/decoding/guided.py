@@ -748,17 +748,20 @@ class GuidedTranslator:
         pieces, surfaces = self.bundle.target_surfaces(target)
         kept = list(template.tokens)
         positions = zip(template.positions, kept, strict=True)
-        if all(p < len(pieces) and pieces[p] == t for p, t in positions):
+        exact = all(p < len(pieces) and pieces[p] == t for p, t in positions)
+        if exact:
             at = dict(enumerate(template.positions))
         else:
             blocks = SequenceMatcher(None, pieces, kept, autojunk=False).get_matching_blocks()
             at = {b + i: a + i for a, b, size in blocks for i in range(size)}
         own = [surfaces[at[k]] if k is not None and k in at else None for k in which]
-        # a kept mark the match wrote with no space after it ("=" of "=KALENDERWOCHE", the
-        # quotation mark of "\".*stift\""): what the model writes after it is written on
+        # a kept mark the match wrote with no space before the piece after it ("=" of
+        # "=KALENDERWOCHE"): what the model writes next is written on to it. Only where each
+        # kept token is known to be the target's own piece at its position: a match block
+        # found again may take the "." of "4.3." for the other one
         attached = [
-            k is not None
-            and k in at
+            exact
+            and k is not None
             and at[k] + 1 < len(pieces)
             and _attached(surfaces[at[k]], pieces[at[k] + 1], surfaces[at[k] + 1])
             for k in which
@@ -853,13 +856,17 @@ class GuidedTranslator:
         return result
 
 
+# marks that open or join what follows them, which a word written after them goes on from
+# ("=SUMME", "(Zahl", "/etc", "E-Mail", "„Text", "+F4"); a closing bracket or a sentence's
+# punctuation does not, even where the match wrote something on ("1);21)": "1)52")
+_JOINING = frozenset("=([{/\\-„«‚‹+_@#")
+
+
 def _attached(surface: str, after: str, after_surface: str) -> bool:
-    """Whether a kept piece ends in a mark that the match target writes with no space before
-    its next piece ("=" before "KALENDERWOCHE", "(" before "Zahl")."""
-    last = surface[-1:]
+    """Whether a kept piece ends in a joining mark that the match target writes with no space
+    before its next piece ("=" before "KALENDERWOCHE", "(" before "Zahl")."""
     return (
-        last.strip() != ""
-        and not last.isalnum()
+        surface[-1:] in _JOINING
         and not after.startswith(SENTENCEPIECE_SPACE)
         and after_surface[:1].strip() != ""
     )
