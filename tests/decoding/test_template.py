@@ -17,6 +17,7 @@ from tm_guide.decoding.template import (
     WORD,
     WORD_START,
     TargetTemplate,
+    ahead_of,
     glues_on,
     word_open,
 )
@@ -224,6 +225,16 @@ def test_a_gap_may_not_write_the_content_words_the_template_writes_next():
     template.mask((2, 0), row, END)
     assert not np.isfinite(row[[werkzeug, aktivieren, END]]).any()
     assert np.isfinite(row).sum() == 20 - 3
+
+
+def test_a_long_word_is_a_content_word_by_its_letters_not_its_first_piece():
+    # "▁Lib re O ff ic e": a gap wrote "LibreOffi" before the kept "LibreOffice", its first
+    # piece having three letters; "▁Ge schützt en" starts with two, as too many words do
+    tokens = ["▁im", "▁–", "▁Lib", "re", "O", "ff", "ic", "e", "▁Ge", "schützt", "en", "▁die"]
+    ids = list(range(3, 3 + len(tokens)))
+    ahead = ahead_of(tokens, ids, 3)
+    assert ahead[1] == (ids[2],)  # before "–": "▁Lib"; not "▁Ge", nor "▁die" (three letters)
+    assert ahead[0] == (ids[2],)
 
 
 @pytest.mark.parametrize(

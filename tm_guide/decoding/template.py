@@ -299,19 +299,37 @@ def ahead_of(
     tokens: Sequence[str], ids: Sequence[int], lookahead: int
 ) -> tuple[tuple[int, ...], ...]:
     """For the gap before each template token (and after the last): the first tokens of the
-    next `lookahead` template words after that token, where they spell a word of four letters
-    or more (a content word: "die ... die" is German, "Werkzeug ... Werkzeug" a copy), less the
-    token itself, which the gap's end writes anyway."""
+    next `lookahead` template words after that token, where the word has four letters or more
+    (a content word: "die ... die" is German, "Werkzeug ... Werkzeug" a copy) and its first
+    token three ("▁Lib" of "LibreOffice", which a gap wrote again and cut: "LibreOffi –
+    LibreOffice"; a shorter one, "▁Ge", starts too many other words), less the token itself,
+    which the gap's end writes anyway."""
     starts = [
         i
         for i, token in enumerate(tokens)
-        if token.startswith(SENTENCEPIECE_SPACE) and sum(c.isalpha() for c in token) >= 4
+        if token.startswith(SENTENCEPIECE_SPACE)
+        and _letters(token) >= 3
+        and _letters(token) + sum(_letters(t) for t in _rest_of_word(tokens, i)) >= 4
     ]
     ahead = []
     for k in range(len(tokens) + 1):
         following = [i for i in starts if i > k][:lookahead]
         ahead.append(tuple(sorted({ids[i] for i in following} - {ids[k] if k < len(ids) else -1})))
     return tuple(ahead)
+
+
+def _letters(token: str) -> int:
+    return sum(c.isalpha() for c in token)
+
+
+def _rest_of_word(tokens: Sequence[str], i: int) -> list[str]:
+    """The tokens after tokens[i] that go on with its word (no space mark, not a mark)."""
+    rest = []
+    for token in tokens[i + 1 :]:
+        if token.startswith(SENTENCEPIECE_SPACE) or is_mark(token):
+            break
+        rest.append(token)
+    return rest
 
 
 @lru_cache(maxsize=256)
