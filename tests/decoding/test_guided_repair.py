@@ -208,39 +208,38 @@ def test_a_match_whose_code_word_changed_keeps_its_own_characters(tmp_path, demo
     assert result.translation.endswith("…"), result.translation
 
 
+def _repaired_by_the_card(tmp_path, demo, pairs, sentence):  # type: ignore[no-untyped-def]
+    """`sentence` translated as the server does (the card's guidance) with a memory of
+    `pairs` (and one unrelated pair, so that the aligner has more than one)."""
+    from tm_guide.decoding.guidance import Guidance
+
+    pairs = [*pairs, ("Copies the selected text.", "Kopiert den ausgewählten Text.")]
+    with aligned_memory(tmp_path, demo, "card", pairs) as (store, memory):
+        translator = GuidedTranslator(demo, store)
+        options = Guidance.resolve(demo.card).apply(TranslateOptions(memory_ids=(memory.id,)))
+        [result] = translator.translate([sentence], options)
+    assert result.repaired_segment is not None
+    return result
+
+
 def test_nothing_is_written_on_to_a_kept_part_of_a_word(tmp_path, demo):  # type: ignore[no-untyped-def]
     """'"pen.*"' of the match becomes '"pen"': the target's '".*stift"' loses ".*" and keeps
     "stift" (aligned to the unchanged "pen"). No room opens before it, where whatever the model
     wrote ("P", "pen") was glued on to it: '"Pstift"'."""
-    memory_pairs = [
-        ('=AVERAGEIFS(C2:C6;A2:A6;"pen.*";B2:B6)', '=MITTELWERTWENNS(C2:C6;A2:A6;".*stift";B2:B6)'),
-        ("Copies the selected text.", "Kopiert den ausgewählten Text."),
-    ]
-    from tm_guide.decoding.guidance import Guidance
-
-    with aligned_memory(tmp_path, demo, "formulas", memory_pairs) as (store, memory):
-        translator = GuidedTranslator(demo, store)
-        options = Guidance.resolve(demo.card).apply(TranslateOptions(memory_ids=(memory.id,)))
-        [result] = translator.translate(['=AVERAGEIFS(C2:C6;A2:A6;"pen";B2:B6)'], options)
-    assert result.repaired_segment is not None
+    match = (
+        '=AVERAGEIFS(C2:C6;A2:A6;"pen.*";B2:B6)',
+        '=MITTELWERTWENNS(C2:C6;A2:A6;".*stift";B2:B6)',
+    )
+    result = _repaired_by_the_card(tmp_path, demo, [match], '=AVERAGEIFS(C2:C6;A2:A6;"pen";B2:B6)')
     assert result.translation == '=MITTELWERTWENNS(C2:C6;A2:A6;"stift";B2:B6)'
 
 
-def test_the_space_after_a_kept_mark_is_the_match_targets(tmp_path, demo):  # type: ignore[no-untyped-def]
-    """Where the match target writes a mark with no space after it ("=" of "=KALENDERWOCHE"),
-    what the model writes there stays on it, where its piece's space mark would part them. The
-    "." of "6.3.4.3." is not such a mark where the code word changed ("4.3" -> "4.2"): the
-    number's "." before "3" is a piece the template no longer holds at its place."""
-    memory_pairs = [
-        ("6.3.4.3. Manual Partitioning", "6.3.4.3. Manuelle Partitionierung"),
-        ("Copies the selected text.", "Kopiert den ausgewählten Text."),
-    ]
-    from tm_guide.decoding.guidance import Guidance
-
-    with aligned_memory(tmp_path, demo, "headings", memory_pairs) as (store, memory):
-        translator = GuidedTranslator(demo, store)
-        options = Guidance.resolve(demo.card).apply(TranslateOptions(memory_ids=(memory.id,)))
-        [result] = translator.translate(["6.3.4.2. Guided Partitioning"], options)
-    assert result.repaired_segment is not None
+def test_a_changed_code_word_leaves_no_mark_attached(tmp_path, demo):  # type: ignore[no-untyped-def]
+    """Where the match target writes a joining mark with no space after it ("=" of
+    "=KALENDERWOCHE"), what the model writes there stays on it (Bundle.render_target). The
+    "." of "6.3.4.3." is no such mark where the code word changed ("4.3" -> "4.2"): the kept
+    pieces are found again in the target, and its "." before "3" is not the heading's last."""
+    match = ("6.3.4.3. Manual Partitioning", "6.3.4.3. Manuelle Partitionierung")
+    result = _repaired_by_the_card(tmp_path, demo, [match], "6.3.4.2. Guided Partitioning")
     assert result.translation.startswith("6.3.4.2. "), result.translation
     assert result.translation.endswith(" Partitionierung")
