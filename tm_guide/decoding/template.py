@@ -55,7 +55,7 @@ import numpy as np
 
 from tm_guide.errors import InvalidInput
 from tm_guide.pieces.tokenizer import SENTENCEPIECE_SPACE
-from tm_guide.pieces.words import is_mark
+from tm_guide.pieces.words import is_mark, word_spans
 
 # codes of `continues`: a token that starts a word, one that continues it, and a byte piece
 # that continues a character (UTF-8 0x80-0xBF)
@@ -305,11 +305,11 @@ def ahead_of(
     LibreOffice"; a shorter one, "▁Ge", starts too many other words), less the token itself,
     which the gap's end writes anyway."""
     starts = [
-        i
-        for i, token in enumerate(tokens)
-        if token.startswith(SENTENCEPIECE_SPACE)
-        and _letters(token) >= 3
-        and _letters(token) + sum(_letters(t) for t in _rest_of_word(tokens, i)) >= 4
+        a
+        for a, b in word_spans(tokens)
+        if tokens[a].startswith(SENTENCEPIECE_SPACE)
+        and _letters(tokens[a]) >= 3
+        and sum(_letters(t) for t in tokens[a:b]) >= 4
     ]
     ahead = []
     for k in range(len(tokens) + 1):
@@ -320,16 +320,6 @@ def ahead_of(
 
 def _letters(token: str) -> int:
     return sum(c.isalpha() for c in token)
-
-
-def _rest_of_word(tokens: Sequence[str], i: int) -> list[str]:
-    """The tokens after tokens[i] that go on with its word (no space mark, not a mark)."""
-    rest = []
-    for token in tokens[i + 1 :]:
-        if token.startswith(SENTENCEPIECE_SPACE) or is_mark(token):
-            break
-        rest.append(token)
-    return rest
 
 
 @lru_cache(maxsize=256)

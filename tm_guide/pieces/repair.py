@@ -25,7 +25,13 @@ import numpy as np
 from tm_guide.errors import InvalidInput
 from tm_guide.pieces.collect import AlignedPair, EditComparison
 from tm_guide.pieces.tokenizer import SENTENCEPIECE_SPACE
-from tm_guide.pieces.words import byte_value, is_mark, word_numbers, word_starts
+from tm_guide.pieces.words import (
+    byte_value,
+    continues_word,
+    is_mark,
+    word_numbers,
+    word_starts,
+)
 from tm_guide.similarity import token_similarity
 
 # a word for word_similarity: letters and digits, joined by hyphens or dots ("Unix-like")
@@ -247,9 +253,7 @@ def continuation_mask(vocabulary: Sequence[str]) -> np.ndarray:
         elif token.startswith("<") and token.endswith(">") or token.startswith("__"):
             continue
         else:
-            mask[i] = (
-                bool(token) and not token.startswith(SENTENCEPIECE_SPACE) and not is_mark(token)
-            )
+            mask[i] = continues_word(token)
     return mask
 
 
@@ -331,7 +335,9 @@ def match_template(
     # no margin before a kept piece that goes on with a word (".*stift" less ".*" keeps
     # "stift"): whatever mends the seam there is glued to it ("penstift")
     room = [
-        options.gap_scale * need + options.gap_margin if need or (seam and not _goes_on(t)) else 0
+        options.gap_scale * need + options.gap_margin
+        if need or (seam and not (t is not None and continues_word(t)))
+        else 0
         for need, seam, t in zip(gaps, seams, [*(target[i] for i in kept), None], strict=True)
     ]
     return MatchTemplate(
@@ -349,12 +355,6 @@ def match_template(
             for size, o, r in zip(room, owed_at, rewritten_at, strict=True)
         ),
     )
-
-
-def _goes_on(token: str | None) -> bool:
-    """Whether a kept `token` continues the word before it: a piece of letters or digits with no
-    word-start mark."""
-    return token is not None and not token.startswith(SENTENCEPIECE_SPACE) and not is_mark(token)
 
 
 def _whole_compounds(target: Sequence[str], words: list[int], dropped: set[int]) -> set[int]:
@@ -375,12 +375,7 @@ def _whole_compounds(target: Sequence[str], words: list[int], dropped: set[int])
 
     for i in range(1, len(target) - 1):
         token, after = target[i], target[i + 1]
-        if (
-            token in _HYPHENS
-            and not is_mark(target[i - 1])
-            and not after.startswith(SENTENCEPIECE_SPACE)
-            and not is_mark(after)
-        ):
+        if token in _HYPHENS and not is_mark(target[i - 1]) and continues_word(after):
             joined[words[i]] = first(words[i - 1])
             joined[words[i + 1]] = first(words[i - 1])
     hit = {first(w) for w in dropped if first(w) != w}

@@ -21,6 +21,12 @@ def is_mark(token: str) -> bool:
     return bool(text) and not any(c.isalnum() for c in text)
 
 
+def continues_word(token: str) -> bool:
+    """Whether a piece goes on with the word before it: no word-start mark and not
+    punctuation (which word_starts counts as a word of its own)."""
+    return bool(token) and not token.startswith(SENTENCEPIECE_SPACE) and not is_mark(token)
+
+
 def byte_value(token: str) -> int | None:
     """The byte a byte-fallback piece (<0xC2>) stands for; None for any other token."""
     found = _BYTE_PIECE.fullmatch(token)
