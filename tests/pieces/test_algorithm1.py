@@ -183,6 +183,30 @@ def test_by_whole_words_no_piece_of_a_changed_word_is_collected() -> None:
     assert SUBWORD_PAIR.word_links[3:9] == (0b1100,) * 6
 
 
+def test_by_whole_words_an_unlinked_part_of_a_compound_goes_with_the_compound() -> None:
+    """ "Email basics" becomes "Unix file basics": the aligner linked only "Mail" of
+    "E-Mail-Systems" to "Email" (and "s" to "basics"), and "E", linked to nothing, would be a
+    piece that writes "Grundlagen des E-Systems". A part linked on its own stands for its own
+    words: "Versionskontrollsystem" of "Versionskontrollsystem-Werkzeuge" is a piece for
+    "version control system" when "tools" becomes "systems"."""
+    source = ["▁6", ".", "▁Email", "▁basic", "s"]
+    target = ["▁6", ".", "▁Grund", "lag", "en", "▁des", "▁E", "-", "Mail", "-", "System", "s"]
+    links = [(0, 0), (1, 1), (2, 8), (3, 2), (3, 3), (4, 4), (4, 11)]
+    pair = AlignedPair.build(1, source, target, links)
+    query = ["▁6", ".", "▁Unix", "▁file", "▁basic", "s"]
+    counts = piece_counts(compare(query, source), pair, whole_words=True)
+    assert set(counts) == all_ngrams(target[:6]) | all_ngrams(target[9:])
+    # the paper's rule, piece by piece, gives "E"
+    assert ("▁des", "▁E", "-") in piece_counts(compare(query, source), pair)
+
+    source = ["▁other", "▁version", "▁control", "▁tool", "s"]
+    target = ["▁anderer", "▁", "Versionskontroll", "system", "-", "Werkzeug", "e"]
+    pair = AlignedPair.build(1, source, target, [(0, 0), (1, 1), (2, 2), (2, 3), (3, 5), (4, 6)])
+    query = ["▁other", "▁version", "▁control", "▁system", "s"]
+    counts = piece_counts(compare(query, source), pair, whole_words=True)
+    assert set(counts) == all_ngrams(target[:5])  # its hyphen stands for nothing
+
+
 @PROPERTY
 @given(aligned_pairs(), st.lists(WORDS, min_size=1, max_size=12))
 def test_whole_word_tokens_collect_the_same_either_way(pair: AlignedPair, query: list[str]) -> None:

@@ -69,7 +69,8 @@ class PieceOptions:
     subword pieces the paper's rule rewards the pieces of a changed word that are aligned to
     unchanged source tokens, "ass ist enten" of "Funktionsassistenten" when "Function Wizard"
     becomes "Connection Type Wizard", and the model writes them into its new word
-    ("Verbindungsistenten");
+    ("Verbindungsistenten"); a part of a hyphenated compound that is linked to nothing goes
+    with the compound ("E" of "E-Mail-Systems" when "Email" changed: "E-Systems");
     code_word_lookups: how many of the input's identifiers and names that no retrieved source
     holds are looked up alone in the memory, for what its targets call them
     (tm_guide.pieces.code_words; 0: none);

@@ -15,7 +15,7 @@ from functools import cached_property
 from rapidfuzz.distance import Levenshtein
 
 from tm_guide.pieces.tokenizer import SENTENCEPIECE_SPACE
-from tm_guide.pieces.words import word_masks, word_spans
+from tm_guide.pieces.words import compound_masks, word_masks, word_spans
 from tm_guide.similarity import similarity_from_distance
 
 Link = tuple[int, int]
@@ -61,6 +61,12 @@ class AlignedPair:
         """target_links joined over each target word (tm_guide.pieces.words): a piece stands
         for every source token its word is aligned to."""
         return word_masks(self.target, self.target_links)
+
+    @cached_property
+    def compound_links(self) -> tuple[int, ...]:
+        """word_links where a part of a hyphenated compound that is linked to nothing stands
+        for the whole compound (tm_guide.pieces.words.compound_masks)."""
+        return compound_masks(self.target, self.target_links)
 
 
 @dataclass(frozen=True)
@@ -226,10 +232,12 @@ def piece_counts(
     occurrences in the target whose aligned source words are all unedited. An occurrence aligned
     to an edited word does not count: "6.2.2." matched against "6.2.4." gives "2 ." once, as
     the input has it once. With `whole_words`, a target word stops the runs as a whole when
-    any of its pieces is aligned to an edited source token (PieceOptions.whole_words)."""
+    any of its pieces is aligned to an edited source token, and so does a part of a hyphenated
+    compound that is linked to nothing when any part of the compound is
+    (PieceOptions.whole_words)."""
     if not comparison.unedited or comparison.similarity < min_similarity:
         return {}
-    links = pair.word_links if whole_words else pair.target_links
+    links = pair.compound_links if whole_words else pair.target_links
     return dict(Counter(collect_ngrams(pair.target, links, comparison.unedited, max_n)))
 
 

@@ -27,6 +27,7 @@ from tm_guide.pieces.collect import AlignedPair, EditComparison
 from tm_guide.pieces.tokenizer import SENTENCEPIECE_SPACE
 from tm_guide.pieces.words import (
     byte_value,
+    compound_heads,
     continues_word,
     is_mark,
     word_numbers,
@@ -36,8 +37,6 @@ from tm_guide.similarity import token_similarity
 
 # a word for word_similarity: letters and digits, joined by hyphens or dots ("Unix-like")
 _WORD = re.compile(r"\w+(?:[-.]\w+)*")
-# the pieces that join the parts of a compound ("Plasma-Arbeitsfläche")
-_HYPHENS = frozenset({"-", "\u2010", "\u2011"})
 
 
 @dataclass(frozen=True)
@@ -366,20 +365,9 @@ def _whole_compounds(target: Sequence[str], words: list[int], dropped: set[int])
     the model writes a new first part before it ("Jessie-Veröffentlichungshinweise" ->
     "Bullseye-Veröffentlichungshinweise"), where a whole new compound is a name it may not
     know how to write."""
-    joined: dict[int, int] = {}  # a word to the first word of its compound
-
-    def first(w: int) -> int:
-        while w in joined:
-            w = joined[w]
-        return w
-
-    for i in range(1, len(target) - 1):
-        token, after = target[i], target[i + 1]
-        if token in _HYPHENS and not is_mark(target[i - 1]) and continues_word(after):
-            joined[words[i]] = first(words[i - 1])
-            joined[words[i + 1]] = first(words[i - 1])
-    hit = {first(w) for w in dropped if first(w) != w}
-    return dropped | {w for w in set(words) if first(w) in hit}
+    heads = compound_heads(target)
+    hit = {heads[w] for w in dropped if w in heads}
+    return dropped | {w for w in set(words) if heads.get(w, w) in hit}
 
 
 def _agreeing(

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from tm_guide.pieces.tokenizer import SENTENCEPIECE_SPACE
 
 _BYTE_PIECE = re.compile(r"<0x([0-9A-Fa-f]{2})>")
+# the pieces that join the parts of a compound ("Plasma-Arbeitsfläche")
+HYPHENS = frozenset({"-", "\u2010", "\u2011"})
 
 
 def is_mark(token: str) -> bool:
@@ -107,3 +109,39 @@ def word_masks(tokens: Sequence[str], masks: Sequence[int]) -> tuple[int, ...]:
     for word, mask in zip(words, masks, strict=True):
         joined[word] = joined.get(word, 0) | mask
     return tuple(joined[word] for word in words)
+
+
+def compound_heads(tokens: Sequence[str]) -> dict[int, int]:
+    """For each word (word_numbers) that is a later part of a hyphenated compound, or the
+    hyphen before it, the first word of that compound: word_starts makes "Versionskontroll-
+    system-Werkzeuge" three words and two hyphens, but a translator sees one word, whose head
+    is its last part."""
+    words = word_numbers(word_starts(tokens))
+    first: dict[int, int] = {}
+    for i in range(1, len(tokens) - 1):
+        if tokens[i] in HYPHENS and not is_mark(tokens[i - 1]) and continues_word(tokens[i + 1]):
+            head = first.get(words[i - 1], words[i - 1])
+            first[words[i]] = head
+            first[words[i + 1]] = head
+    return first
+
+
+def compound_masks(tokens: Sequence[str], masks: Sequence[int]) -> tuple[int, ...]:
+    """word_masks where a part of a hyphenated compound (compound_heads) that the aligner linked
+    to nothing stands for what the whole compound stands for: of "E-Mail-Systems" with "Mail"
+    linked to a changed "Email", "E", linked to nothing, would be a piece that writes
+    "E-Systems". A part linked on its own stands for its own words ("Versionskontrollsystem" of
+    "Versionskontrollsystem-Werkzeuge" for "version control system", whatever became of the
+    tools), and a hyphen for none: it joins the parts on either side, which say whether the
+    compound goes ("MySQL-Verbindung" keeps its hyphen when "MariaDB and" is added)."""
+    words = word_numbers(word_starts(tokens))
+    joined = word_masks(tokens, masks)
+    heads = compound_heads(tokens)
+    whole: dict[int, int] = {}
+    for word, mask in zip(words, joined, strict=True):
+        head = heads.get(word, word)
+        whole[head] = whole.get(head, 0) | mask
+    return tuple(
+        mask or (0 if is_mark(token) else whole.get(heads.get(word, word), 0))
+        for token, word, mask in zip(tokens, words, joined, strict=True)
+    )
