@@ -234,6 +234,15 @@ def test_nothing_is_written_on_to_a_kept_part_of_a_word(tmp_path, demo):  # type
     assert result.translation == '=MITTELWERTWENNS(C2:C6;A2:A6;"stift";B2:B6)'
 
 
+def test_a_function_name_that_loses_its_suffix_is_repaired(tmp_path, demo):  # type: ignore[no-untyped-def]
+    """ "PERCENTILE" against "PERCENTILE.INC": the dot parts the name, so the two share a word
+    and the match is repaired ("QUANTIL.INKL" less ".INKL"); taken as one word they shared
+    none, and the pieces alone wrote "ANTILLE"."""
+    pairs = [("PERCENTILE.INC", "QUANTIL.INKL"), ("PERCENTILE.EXC", "QUANTIL.EXKL")]
+    result = _repaired_by_the_card(tmp_path, demo, pairs, "PERCENTILE")
+    assert result.translation == "QUANTIL"
+
+
 def test_a_changed_code_word_leaves_no_mark_attached(tmp_path, demo):  # type: ignore[no-untyped-def]
     """Where the match target writes a joining mark with no space after it ("=" of
     "=KALENDERWOCHE"), what the model writes there stays on it (Bundle.render_target). The

@@ -368,6 +368,14 @@ def test_a_match_that_shares_only_numbers_and_punctuation_is_not_repaired():
         ["\u2581opens", "\u2581a", "\u2581Wizard"],
     ) == pytest.approx(2 / 3)
     assert word_similarity(["1", "."], ["2", "."]) == 1.0  # no word with a letter on either side
+    # a dot parts a function's name: "PERCENTILE" shares a word with "PERCENTILE.INC", whose
+    # "QUANTIL.INKL" repaired is the reference's "QUANTIL", where guided alone it wrote "ANTILLE"
+    percentile = ["\u2581P", "ER", "C", "EN", "T", "I", "LE"]
+    assert word_similarity(percentile, [*percentile, ".", "IN", "C"]) == pytest.approx(1 / 2)
+    norm = ["\u2581N", "OR", "M", "."]
+    assert word_similarity(
+        [*norm, "D", "I", "ST"], [*norm, "S", ".", "D", "I", "ST"]
+    ) == pytest.approx(2 / 3)
     options = RepairOptions(0.5)
     assert options.applies(0.5) and options.shares(0.3) and not options.shares(0.29)
     assert RepairOptions(0.5, words=0.0).shares(0.0)

@@ -35,8 +35,10 @@ from tm_guide.pieces.words import (
 )
 from tm_guide.similarity import token_similarity
 
-# a word for word_similarity: letters and digits, joined by hyphens or dots ("Unix-like")
-_WORD = re.compile(r"\w+(?:[-.]\w+)*")
+# a word for word_similarity: letters and digits, joined by hyphens ("Unix-like") and dots
+# ("ver1.1", "e.g"), except a dot between capitals, which parts a function's name
+# ("PERCENTILE.INC" holds "PERCENTILE")
+_WORD = re.compile(r"\w+(?:(?:-|(?<![A-Z])\.|\.(?![A-Z]))\w+)*")
 
 
 @dataclass(frozen=True)
