@@ -27,7 +27,7 @@ from tm_guide.pieces.collect import AlignedPair, EditComparison
 from tm_guide.pieces.tokenizer import SENTENCEPIECE_SPACE
 from tm_guide.pieces.words import (
     byte_value,
-    compound_heads,
+    compound_firsts,
     continues_word,
     is_mark,
     word_numbers,
@@ -367,9 +367,9 @@ def _whole_compounds(target: Sequence[str], words: list[int], dropped: set[int])
     the model writes a new first part before it ("Jessie-Veröffentlichungshinweise" ->
     "Bullseye-Veröffentlichungshinweise"), where a whole new compound is a name it may not
     know how to write."""
-    heads = compound_heads(target)
-    hit = {heads[w] for w in dropped if w in heads}
-    return dropped | {w for w in set(words) if heads.get(w, w) in hit}
+    firsts = compound_firsts(target)
+    hit = {firsts[w] for w in dropped if w in firsts}
+    return dropped | {w for w in set(words) if firsts.get(w, w) in hit}
 
 
 def _agreeing(

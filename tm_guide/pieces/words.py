@@ -111,23 +111,23 @@ def word_masks(tokens: Sequence[str], masks: Sequence[int]) -> tuple[int, ...]:
     return tuple(joined[word] for word in words)
 
 
-def compound_heads(tokens: Sequence[str]) -> dict[int, int]:
+def compound_firsts(tokens: Sequence[str]) -> dict[int, int]:
     """For each word (word_numbers) that is a later part of a hyphenated compound, or the
-    hyphen before it, the first word of that compound: word_starts makes "Versionskontroll-
-    system-Werkzeuge" three words and two hyphens, but a translator sees one word, whose head
-    is its last part."""
+    hyphen before it, the first word of that compound, which names the compound: word_starts
+    makes "Versionskontroll-system-Werkzeuge" three words and two hyphens, but a translator
+    sees one word, whose head is its last part."""
     words = word_numbers(word_starts(tokens))
-    first: dict[int, int] = {}
+    firsts: dict[int, int] = {}
     for i in range(1, len(tokens) - 1):
         if tokens[i] in HYPHENS and not is_mark(tokens[i - 1]) and continues_word(tokens[i + 1]):
-            head = first.get(words[i - 1], words[i - 1])
-            first[words[i]] = head
-            first[words[i + 1]] = head
-    return first
+            first = firsts.get(words[i - 1], words[i - 1])
+            firsts[words[i]] = first
+            firsts[words[i + 1]] = first
+    return firsts
 
 
 def compound_masks(tokens: Sequence[str], masks: Sequence[int]) -> tuple[int, ...]:
-    """word_masks where a part of a hyphenated compound (compound_heads) that the aligner linked
+    """word_masks where a part of a hyphenated compound (compound_firsts) that the aligner linked
     to nothing stands for what the whole compound stands for: of "E-Mail-Systems" with "Mail"
     linked to a changed "Email", "E", linked to nothing, would be a piece that writes
     "E-Systems". A part linked on its own stands for its own words ("Versionskontrollsystem" of
@@ -136,12 +136,12 @@ def compound_masks(tokens: Sequence[str], masks: Sequence[int]) -> tuple[int, ..
     compound goes ("MySQL-Verbindung" keeps its hyphen when "MariaDB and" is added)."""
     words = word_numbers(word_starts(tokens))
     joined = word_masks(tokens, masks)
-    heads = compound_heads(tokens)
+    firsts = compound_firsts(tokens)
     whole: dict[int, int] = {}
     for word, mask in zip(words, joined, strict=True):
-        head = heads.get(word, word)
-        whole[head] = whole.get(head, 0) | mask
+        first = firsts.get(word, word)
+        whole[first] = whole.get(first, 0) | mask
     return tuple(
-        mask or (0 if is_mark(token) else whole.get(heads.get(word, word), 0))
+        mask or (0 if is_mark(token) else whole.get(firsts.get(word, word), 0))
         for token, word, mask in zip(tokens, words, joined, strict=True)
     )
