@@ -44,6 +44,7 @@ from tm_guide.decoding.utf8 import Utf8Rule, byte_ids
 from tm_guide.errors import InvalidInput, ModelError
 from tm_guide.pieces.builder import PieceOptions
 from tm_guide.pieces.choice import Candidate, Choice, ChoiceOptions, choose
+from tm_guide.pieces.cut_words import cut_completions
 from tm_guide.pieces.repair import continuation_mask, without_edge_marks
 from tm_guide.pieces.tokenizer import SENTENCEPIECE_SPACE
 from tm_guide.text.edits import Edited
@@ -59,6 +60,8 @@ __all__ = [
     "TranslateOptions",
 ]
 log = logging.getLogger(__name__)
+# the most completions of cut words scored for one output (tm_guide.pieces.cut_words)
+MAX_COMPLETIONS = 4
 
 
 # an engine made for a translator: name, device, int8, compute type, ranking on its device
@@ -118,6 +121,9 @@ class TranslateOptions:
         is chosen (tm_guide.pieces.choice).
     languages: the (source, target) pair to translate, for a multilingual model's language tokens
         (None: the model card's pair; a model of one pair ignores it).
+    complete_cut_words: a guided output that writes the beginning of a memory target's word as
+        a word is served with the word whole where the search's objective scores that higher
+        (tm_guide.pieces.cut_words): the search can prune a word before its last piece's reward.
     """
 
     search: SearchOptions = field(default_factory=SearchOptions)
@@ -129,6 +135,7 @@ class TranslateOptions:
     return_unguided: bool = False
     languages: tuple[str, str] | None = None
     choice: ChoiceOptions = field(default_factory=ChoiceOptions)
+    complete_cut_words: bool = True
 
     def __post_init__(self) -> None:
         for name in ("beam_size", "max_length"):
@@ -467,6 +474,8 @@ class GuidedTranslator:
         else:
             choosing = []
         found = self._guided_jobs(plan, prepared, jobs)
+        if options.complete_cut_words:
+            self._complete_cut_words(plan, prepared, found)
         wanted = native_ids + (guided_ids if options.return_unguided else [])
         wanted = sorted(set(wanted) | set(choosing) | found.lost)
         # a sentence choosing among candidates counts its native search as one of them
@@ -527,6 +536,42 @@ class GuidedTranslator:
                 else:
                     found.alternatives.setdefault(i, []).append((alt, best[0]))
         return found
+
+    def _complete_cut_words(
+        self, plan: _Plan, prepared: Sequence[PreparedSentence], found: _GuidedFound
+    ) -> None:
+        """Each guided output that cuts a memory target's word short (tm_guide.pieces.cut_words)
+        becomes its best completion where the search's objective scores that higher. Both are
+        scored the same way, forced with the sentence's reward and no template: a completed
+        word may be longer than its gap allowed."""
+        room = plan.search.max_length - 1 - len(plan.prefix)
+        jobs: list[tuple[int, Alternative | None]] = []
+        for i, hypothesis in found.hypotheses.items():
+            one = prepared[i]
+            if one.pieces is None or one.reward is None:
+                continue
+            output = self._tokens(hypothesis, len(plan.prefix))
+            targets = [self.bundle.target_surfaces(t)[0] for t in _targets(one.pieces)]
+            completions = cut_completions(output, targets, MAX_COMPLETIONS)
+            if not completions:
+                continue
+            kinds = [("served", tuple(output))] + [("completed", c) for c in completions]
+            for kind, tokens in kinds:
+                forced = TargetTemplate.from_tokens(
+                    tokens, [0] * (len(tokens) + 1), self.token_to_id
+                )
+                if forced is not None and len(tokens) <= room:
+                    jobs.append((i, Alternative(kind, one.reward, forced)))
+        if not jobs:
+            return
+        scored = self._guided_jobs(plan, prepared, jobs)
+        for i, alternatives in scored.alternatives.items():
+            found.decoding[i] = found.decoding.get(i, 0.0) + scored.decoding.get(i, 0.0)
+            served = [h.score for alt, h in alternatives if alt.kind == "served"]
+            completed = [h for alt, h in alternatives if alt.kind == "completed"]
+            best = max(completed, key=lambda h: h.score, default=None)
+            if served and best is not None and best.score > served[0]:
+                found.hypotheses[i] = best
 
     def _guided_batch(
         self,
