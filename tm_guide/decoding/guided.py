@@ -198,8 +198,9 @@ class GuidedResult:
 
 @dataclass(frozen=True)
 class Alternative:
-    """A candidate searched beside a sentence's own search: its kind (choice.CANDIDATE_KINDS),
-    the reward and the template it is searched with, and the TM segment it comes from."""
+    """A candidate searched beside a sentence's own search: its kind (choice.CANDIDATE_KINDS;
+    "served" and "completed" for an output and its cut words' completions, scored forced), the
+    reward and the template it is searched with, and the TM segment it comes from."""
 
     kind: str
     reward: PieceReward | None
@@ -551,8 +552,9 @@ class GuidedTranslator:
             if one.pieces is None or one.reward is None:
                 continue
             output = self._tokens(hypothesis, len(plan.prefix))
-            targets = [self.bundle.target_surfaces(t)[0] for t in _targets(one.pieces)]
-            completions = cut_completions(output, targets, MAX_COMPLETIONS)
+            # encoded only once the output has a word that may be cut
+            targets = (self.bundle.encode_target(t) for t in _targets(one.pieces))
+            completions = cut_completions(output, targets, one.pieces.ngrams, MAX_COMPLETIONS)
             if not completions:
                 continue
             kinds = [("served", tuple(output))] + [("completed", c) for c in completions]
@@ -564,7 +566,9 @@ class GuidedTranslator:
                     jobs.append((i, Alternative(kind, one.reward, forced)))
         if not jobs:
             return
-        scored = self._guided_jobs(plan, prepared, jobs)
+        # a template without gaps allows one token per step: a beam of 1 scores it alike
+        forced_plan = replace(plan, search=replace(plan.search, beam_size=1))
+        scored = self._guided_jobs(forced_plan, prepared, jobs)
         for i, alternatives in scored.alternatives.items():
             found.decoding[i] = found.decoding.get(i, 0.0) + scored.decoding.get(i, 0.0)
             served = [h.score for alt, h in alternatives if alt.kind == "served"]
