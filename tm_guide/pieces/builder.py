@@ -32,6 +32,7 @@ from tm_guide.pieces.collect import (
     compare_words,
     piece_counts,
 )
+from tm_guide.pieces.identifier_links import linked_in_order
 from tm_guide.pieces.letter_case import absorb_case
 from tm_guide.pieces.lookups import lookup_pieces, missing_words, translations
 from tm_guide.pieces.names import absorb_names, written_as_is
@@ -347,7 +348,7 @@ class PieceBuilder:
                 )
             else:
                 pairs.append(self._parsed.get(segment))
-        return pairs
+        return [linked_in_order(pair) for pair in pairs]
 
 
 class ParsedPairCache:
