@@ -339,7 +339,7 @@ class PieceBuilder:
             analysis = fresh.get(segment.id)
             if analysis is not None:
                 pairs.append(
-                    AlignedPair.build(
+                    parsed_pair(
                         segment.id,
                         analysis.source_tokens,
                         analysis.target_tokens,
@@ -348,7 +348,15 @@ class PieceBuilder:
                 )
             else:
                 pairs.append(self._parsed.get(segment))
-        return [linked_in_order(pair) for pair in pairs]
+        return pairs
+
+
+def parsed_pair(
+    segment_id: int, source: Sequence[str], target: Sequence[str], alignment: Sequence[Any]
+) -> AlignedPair:
+    """A segment's analysis as the pieces read it: its AlignedPair, the names in capitals of
+    both sides linked in order (identifier_links), once as it is parsed."""
+    return linked_in_order(AlignedPair.build(segment_id, source, target, alignment))
 
 
 class ParsedPairCache:
@@ -379,7 +387,7 @@ class ParsedPairCache:
             if pair is not None:
                 self._pairs.move_to_end(key)
                 return pair
-        pair = AlignedPair.build(
+        pair = parsed_pair(
             segment.id, segment.source_tokens, segment.target_tokens, segment.alignment
         )
         if self.size > 0:

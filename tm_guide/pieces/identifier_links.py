@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from tm_guide.pieces.collect import AlignedPair
 from tm_guide.pieces.tokenizer import SENTENCEPIECE_SPACE as SPACE
-from tm_guide.pieces.words import is_mark
+from tm_guide.pieces.words import covering, is_mark
 
 # a word of three or more capitals (digits and underscores inside), not part of a longer word:
 # the identifiers of tm_guide.pieces.code_words.CODE_WORD that name things ("TO" does not)
@@ -33,7 +33,7 @@ def linked_in_order(pair: AlignedPair) -> AlignedPair:
         return pair
     masks = list(pair.target_links)
     for (s_tokens, _), (t_tokens, _) in zip(source, target, strict=True):
-        mask = _mask(s_tokens)
+        mask = sum(1 << s for s in s_tokens)
         for t in t_tokens:
             masks[t] = mask
     for k in range(len(source) - 1):
@@ -57,19 +57,9 @@ def _identifiers(tokens: Sequence[str]) -> list[tuple[list[int], str]]:
     """Each identifier of `tokens` (joined as they spell it): the tokens it spans, with the
     space piece before it where that is a token of its own (the word's, for words.word_spans),
     and its text."""
-    joined = "".join(tokens)
-    starts = []
-    at = 0
-    for token in tokens:
-        starts.append(at)
-        at += len(token)
     found = []
-    for match in IDENTIFIER.finditer(joined):
-        spanned = [
-            i
-            for i, begin in enumerate(starts)
-            if begin < match.end() and begin + len(tokens[i]) > match.start()
-        ]
+    for match in IDENTIFIER.finditer("".join(tokens)):
+        spanned = covering(tokens, match)
         if spanned[0] > 0 and not tokens[spanned[0] - 1].strip(SPACE):
             spanned.insert(0, spanned[0] - 1)  # a space piece of its own ("▁" "MI" ...)
         found.append((spanned, match.group()))
@@ -87,10 +77,3 @@ def _marks_between(tokens: Sequence[str], last: int, first: int) -> list[int] | 
 
 def _text(tokens: Sequence[str], positions: Sequence[int]) -> str:
     return "".join(tokens[i] for i in positions).replace(SPACE, "").replace(" ", "")
-
-
-def _mask(positions: Sequence[int]) -> int:
-    mask = 0
-    for position in positions:
-        mask |= 1 << position
-    return mask

@@ -28,6 +28,7 @@ from difflib import SequenceMatcher
 from tm_guide.pieces.code_words import Word, rebuilt
 from tm_guide.pieces.collect import AlignedPair
 from tm_guide.pieces.tokenizer import SENTENCEPIECE_SPACE
+from tm_guide.pieces.words import covering
 
 # a run of letters and digits: the parts of "Lex-compatible" are words of their own, so that
 # "LEX-compatible" differs from it in one word, which the target writes as it is
@@ -119,23 +120,13 @@ def _target_words(pair: AlignedPair, source_word: re.Match[str]) -> list[str]:
     return [
         m.group()
         for m in _WORD.finditer("".join(pair.target))
-        if any(pair.target_links[t] & bits for t in _covering(pair.target, m))
+        if any(pair.target_links[t] & bits for t in covering(pair.target, m))
     ]
 
 
 def _source_bits(pair: AlignedPair, source_word: re.Match[str]) -> int:
     """The mask of the source tokens that hold a character of `source_word`."""
-    return sum(1 << s for s in _covering(pair.source, source_word))
-
-
-def _covering(tokens: Sequence[str], word: re.Match[str]) -> list[int]:
-    """The tokens that hold a character of `word`, a match in the joined `tokens`."""
-    found, at = [], 0
-    for i, token in enumerate(tokens):
-        if at < word.end() and at + len(token) > word.start():
-            found.append(i)
-        at += len(token)
-    return found
+    return sum(1 << s for s in covering(pair.source, source_word))
 
 
 def _first_lettered(words: Sequence[str]) -> int:
@@ -158,7 +149,7 @@ def _first_target_word(
         return None
     small = first.group()[0].lower() + first.group()[1:]
     source_bits = _source_bits(pair, source_word)
-    linked = any(pair.target_links[t] & source_bits for t in _covering(pair.target, first))
+    linked = any(pair.target_links[t] & source_bits for t in covering(pair.target, first))
     if not linked or not written(small, new):
         return None
     return Word(first.start(), first.end(), first.group(), "case"), small

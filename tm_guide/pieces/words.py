@@ -84,6 +84,16 @@ def _byte_marks(tokens: Sequence[str]) -> tuple[set[int], set[int]]:
     return first, last
 
 
+def covering(tokens: Sequence[str], span: re.Match[str]) -> list[int]:
+    """The tokens that hold a character of `span`, a match in the joined `tokens`."""
+    found, at = [], 0
+    for i, token in enumerate(tokens):
+        if at < span.end() and at + len(token) > span.start():
+            found.append(i)
+        at += len(token)
+    return found
+
+
 def word_numbers(starts: Sequence[bool]) -> list[int]:
     """Each token's word, numbered from 1 in order, from where words start (word_starts)."""
     return list(itertools.accumulate(int(start) for start in starts))
